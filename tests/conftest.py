@@ -1,0 +1,1 @@
+"""Shared pytest configuration: plugins that provide session-wide fixtures."""
