@@ -1,0 +1,47 @@
+# The two set-up commands of the README: `make run` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint format deps debian-deps migrate bench clean
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -e .
+	touch $(STAMP)
+
+deps: $(STAMP) debian-deps
+
+debian-deps:
+	./scripts/install-debian-packages.sh
+
+migrate: deps
+	$(BIN)/python manage.py migrate --noinput
+
+run: migrate
+	$(BIN)/python manage.py loaddemo
+	./scripts/run-server.sh $(HOST) $(PORT)
+
+test: deps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+
+lint: deps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: deps
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: deps
+	$(BIN)/python benchmarks/lint_throughput.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache

@@ -1,0 +1,167 @@
+"""`lintunits` command line (also behind `python manage.py lintunits`).
+
+Exit codes: 0 nothing at or above --fail-on; 1 findings; 2 usage or unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from linting.config import ConfigError, load_config
+from linting.context import LintOptions
+from linting.engine import lint_paths
+from linting.findings import Severity
+from linting.fixes import fixed_texts, unified_diff
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse prints usage and exits 2: keep that
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser(prog: str = "lintunits") -> argparse.ArgumentParser:
+    from linting.reporters import FORMATS
+
+    p = _Parser(
+        prog=prog,
+        description="Lint systemd units that run vLLM: what systemd and vLLM would really do.",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH|DIR|GLOB|-",
+                   help="unit files, directories, globs, or - for standard input")
+    p.add_argument("--format", choices=FORMATS, default=None, help="report format (text)")
+    p.add_argument("--systemd-version", type=int, default=None, metavar="N",
+                   help="systemd version to model (default 252)")
+    p.add_argument("--vllm-version", default=None, metavar="X.Y.Z",
+                   help="vLLM version to model (default: newest catalog)")
+    p.add_argument("--select", action="append", default=None, metavar="CODES",
+                   help="only these rule codes or prefixes (comma-separated)")
+    p.add_argument("--ignore", action="append", default=None, metavar="CODES",
+                   help="skip these rule codes or prefixes (comma-separated)")
+    p.add_argument("--fail-on", choices=("error", "warning", "info"), default=None,
+                   help="lowest severity that makes the exit code 1 (error)")
+    p.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    p.add_argument("--diff", action="store_true", help="print safe fixes as a diff, change nothing")
+    p.add_argument("--show-argv", action="store_true",
+                   help="print the exact argv systemd passes for every Exec command")
+    p.add_argument("--no-shellcheck", action="store_true", help="skip ShellCheck on bash -c scripts")
+    p.add_argument("--list-rules", action="store_true", help="list every rule and exit")
+    p.add_argument("--explain", metavar="CODE", help="explain one rule and exit")
+    p.add_argument("--config", metavar="PYPROJECT", help="read [tool.lintunits] from this file")
+    return p
+
+
+def _codes(values: Sequence[str] | None) -> tuple[str, ...]:
+    return tuple(c.strip().upper() for v in values or () for c in v.split(",") if c.strip())
+
+
+def _options(args: argparse.Namespace, config: dict) -> tuple[LintOptions, str]:
+    from linting.systemd.catalog import UnknownSystemdVersion, load_catalog
+    from linting.vllm.catalog import UnknownVllmVersion
+    from linting.vllm.catalog import load_catalog as load_vllm
+
+    systemd_version = args.systemd_version or config.get("systemd-version")
+    vllm_version = args.vllm_version or config.get("vllm-version")
+    try:
+        if systemd_version is not None:
+            load_catalog(int(systemd_version))
+        if vllm_version is not None:
+            load_vllm(str(vllm_version))
+    except (UnknownSystemdVersion, UnknownVllmVersion, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    fail_on = args.fail_on or config.get("fail-on", "error")
+    fmt = args.format or config.get("format", "text")
+    from linting.reporters import FORMATS
+
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r} (use {', '.join(FORMATS)})")
+    try:
+        severity = Severity.parse(str(fail_on))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    options = LintOptions(
+        systemd_version=int(systemd_version) if systemd_version is not None else None,
+        vllm_version=str(vllm_version) if vllm_version is not None else None,
+        select=_codes(args.select) if args.select is not None else _codes(config.get("select")),
+        ignore=_codes(args.ignore) + _codes(config.get("ignore")),
+        fail_on=severity,
+        shellcheck=not args.no_shellcheck and bool(config.get("shellcheck", True)),
+    )
+    return options, fmt
+
+
+def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO, prog: str = "lintunits") -> int:
+    parser = build_parser(prog)
+    args = parser.parse_args(list(argv))
+    from linting.rules.docs import explain, list_rules_json, list_rules_text
+    from linting.rules.registry import all_rules, get_rule
+
+    if args.explain:
+        rule = get_rule(args.explain)
+        if rule is None:
+            stderr.write(f"{prog}: error: unknown rule code {args.explain!r} (see --list-rules)\n")
+            return EXIT_USAGE
+        stdout.write(explain(rule.code) + "\n")
+        return EXIT_OK
+    if args.list_rules:
+        fmt = args.format or "text"
+        rules = all_rules()
+        stdout.write((list_rules_json(rules) if fmt == "json" else list_rules_text(rules)) + "\n")
+        return EXIT_OK
+    try:
+        config = load_config(args.config).values
+        options, fmt = _options(args, config)
+    except (ConfigError, UsageError) as exc:
+        stderr.write(f"{prog}: error: {exc}\n")
+        return EXIT_USAGE
+    if not args.paths:
+        stderr.write(f"{prog}: error: no input (give unit files, directories, globs or -)\n")
+        return EXIT_USAGE
+    if args.fix and "-" in args.paths:
+        stderr.write(f"{prog}: error: --fix cannot write to standard input; use --diff\n")
+        return EXIT_USAGE
+    report = lint_paths(args.paths, options)
+    if args.fix or args.diff:
+        texts = {p: s.text for fr in report.files for p, s in fr.sources.items()}
+        changed = fixed_texts(report.findings, texts)
+        if args.diff:
+            for path, new in sorted(changed.items()):
+                stdout.write(unified_diff(path, texts[path], new))
+            return EXIT_FINDINGS if changed else EXIT_OK
+        for path, new in changed.items():
+            Path(path).write_text(new, encoding="utf-8")
+        if changed:
+            stderr.write(f"fixed {len(changed)} file(s)\n")
+            report = lint_paths(args.paths, options)
+    from linting.reporters import render
+
+    stdout.write(render(report, fmt, show_argv=args.show_argv, rules=all_rules()))
+    for error in report.input_errors:
+        if fmt != "text":
+            stderr.write(f"{prog}: error: {error.path}: {error.message}\n")
+    return report.exit_code(options.fail_on)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    sys.stdout.flush()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,244 @@
+"""What the rules look at: a parsed unit plus everything derived from it (environment,
+Exec commands and their exact argv), computed once per unit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from linting.execline.command import (
+    EXEC_KEYS,
+    ExecCommand,
+    ExecLine,
+    ExpandedArg,
+    expand_command,
+    parse_exec_value,
+)
+from linting.execline.environ import EnvProblem, EnvVar, load_environment_files, parse_environment
+from linting.execline.environment import Substitution
+from linting.execline.specifiers import HostFacts, UnitFacts, specifier_values
+from linting.findings import Finding, Fix, Severity
+from linting.spans import Span
+from linting.unitfile import Assignment, UnitFile
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"
+# Set by systemd for every command (exec.c build_environment()); values vary per run.
+RUNTIME_VARIABLES = ("INVOCATION_ID", "JOURNAL_STREAM", "SYSTEMD_EXEC_PID")
+# Only for commands that run after the main process exists / for stop commands.
+MAINPID_KEYS = ("ExecStartPost", "ExecReload", "ExecStop", "ExecStopPost")
+STOP_KEYS = ("ExecStop", "ExecStopPost")
+
+
+@dataclass
+class LintOptions:
+    systemd_version: int | None = None
+    vllm_version: str | None = None
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    fail_on: Severity = Severity.ERROR
+    shellcheck: bool = True
+    host_facts: HostFacts | None = None
+
+    @property
+    def effective_systemd_version(self) -> int:
+        from linting.systemd.catalog import DEFAULT_SYSTEMD_VERSION
+
+        return self.systemd_version or DEFAULT_SYSTEMD_VERSION
+
+    @property
+    def effective_vllm_version(self) -> str:
+        from linting.vllm.catalog import DEFAULT_VLLM_VERSION
+
+        return self.vllm_version or DEFAULT_VLLM_VERSION
+
+
+@dataclass
+class Command:
+    """One command of an Exec line with its exec-time argv."""
+
+    key: str
+    assignment: Assignment
+    line: ExecLine
+    command: ExecCommand
+    args: list[ExpandedArg]
+    substitutions: list[tuple[int, Substitution]]
+
+    @property
+    def argv(self) -> list[str]:
+        return [a.value.text for a in self.args]
+
+
+@dataclass
+class UnitContext:
+    unit: UnitFile
+    options: LintOptions
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def version(self) -> int:
+        return self.options.effective_systemd_version
+
+    @cached_property
+    def specifiers(self) -> dict[str, str]:
+        facts = UnitFacts(
+            self.unit.name,
+            fragment_path=self.unit.path,
+            user=self.unit.last_value("Service", "User"),
+            group=self.unit.last_value("Service", "Group"),
+        )
+        return specifier_values(facts, self.options.host_facts or HostFacts())
+
+    @cached_property
+    def _environment(self) -> tuple[dict[str, EnvVar], list[EnvProblem], list[str]]:
+        env, problems = parse_environment(
+            self.unit.get_all("Service", "Environment"), self.version, self.specifiers
+        )
+        env, file_problems, unreadable = load_environment_files(
+            self.unit.get_all("Service", "EnvironmentFile"), env
+        )
+        return env, problems + file_problems, unreadable
+
+    @property
+    def environment(self) -> dict[str, EnvVar]:
+        """Variables from Environment= and readable EnvironmentFile= files."""
+        return self._environment[0]
+
+    @property
+    def environment_problems(self) -> list[EnvProblem]:
+        return self._environment[1]
+
+    @property
+    def unreadable_env_files(self) -> list[str]:
+        return self._environment[2]
+
+    @property
+    def has_unknown_environment(self) -> bool:
+        """True when some variables may come from files the linter cannot read, or from
+        PassEnvironment=: "unset" cannot be concluded then."""
+        return bool(self.unreadable_env_files) or bool(
+            self.unit.effective_list("Service", "PassEnvironment")
+        )
+
+    def exec_environment(self, key: str) -> dict[str, str]:
+        """The environment a command of `key` receives (systemd's own variables first,
+        overridden by Environment=, overridden by EnvironmentFile=)."""
+        env: dict[str, str] = {"PATH": DEFAULT_PATH}
+        for name in RUNTIME_VARIABLES:
+            env[name] = f"<{name}>"
+        user = self.unit.last_value("Service", "User")
+        if user:
+            env.update(
+                USER=self.specifiers["u"],
+                LOGNAME=self.specifiers["u"],
+                HOME=self.specifiers["h"],
+                SHELL=self.specifiers["s"],
+            )
+        if key in MAINPID_KEYS:
+            env["MAINPID"] = "<MAINPID>"
+        if key in STOP_KEYS:
+            env.update(SERVICE_RESULT="<SERVICE_RESULT>", EXIT_CODE="<EXIT_CODE>",
+                       EXIT_STATUS="<EXIT_STATUS>")
+        for kind, var in (("RuntimeDirectory", "RUNTIME_DIRECTORY"),
+                          ("StateDirectory", "STATE_DIRECTORY"),
+                          ("CacheDirectory", "CACHE_DIRECTORY"),
+                          ("LogsDirectory", "LOGS_DIRECTORY"),
+                          ("ConfigurationDirectory", "CONFIGURATION_DIRECTORY")):
+            dirs = self.unit.effective_list("Service", kind)
+            if dirs:
+                base = {"RuntimeDirectory": "/run", "StateDirectory": "/var/lib",
+                        "CacheDirectory": "/var/cache", "LogsDirectory": "/var/log",
+                        "ConfigurationDirectory": "/etc"}[kind]
+                names = [w for a in dirs for w in a.value.text.split()]
+                env[var] = ":".join(f"{base}/{n.split(':')[0]}" for n in names)
+        if self.unit.last_value("Service", "Type") in ("notify", "notify-reload"):
+            env["NOTIFY_SOCKET"] = "/run/systemd/notify"
+        env.update({name: var.value for name, var in self.environment.items()})
+        return env
+
+    @cached_property
+    def exec_lines(self) -> list[tuple[str, Assignment, ExecLine]]:
+        result = []
+        for key in EXEC_KEYS:
+            for a in self.unit.get_all("Service", key):
+                if a.value.text == "":
+                    continue
+                result.append((key, a, parse_exec_value(a.value, self.version, self.specifiers)))
+        result.sort(key=lambda item: (item[1].path, item[1].line))
+        return result
+
+    @cached_property
+    def commands(self) -> list[Command]:
+        """Every command systemd would run, after resets by empty assignments."""
+        effective = {
+            key: {id(a) for a in self.unit.effective_list("Service", key)} for key in EXEC_KEYS
+        }
+        result = []
+        for key, assignment, line in self.exec_lines:
+            if id(assignment) not in effective[key]:
+                continue
+            env = self.exec_environment(key)
+            for cmd in line.commands:
+                args, subs = expand_command(cmd, env)
+                result.append(Command(key, assignment, line, cmd, args, subs))
+        return result
+
+    def add(
+        self,
+        code: str,
+        span: Span,
+        message: str,
+        *,
+        path: str | None = None,
+        fix: Fix | None = None,
+        data: dict | None = None,
+        severity: Severity | None = None,
+        name: str | None = None,
+    ) -> None:
+        from linting.rules.registry import RULES
+
+        rule = RULES.get(code)
+        self.findings.append(
+            Finding(
+                code=code,
+                name=name or (rule.name if rule else code.lower()),
+                severity=severity or (rule.severity if rule else Severity.WARNING),
+                span=span,
+                message=message,
+                path=path or self.unit.path,
+                fix=fix,
+                data=data or {},
+            )
+        )
+
+
+@dataclass
+class RunContext:
+    """All units of one lint run, for checks that compare units (e.g. the same --port)."""
+
+    units: list[UnitContext]
+    options: LintOptions
+
+    def add(self, unit: UnitContext, *args: object, **kwargs: object) -> None:
+        unit.add(*args, **kwargs)  # type: ignore[arg-type]
+
+
+def iter_assignments(unit: UnitFile, section: str, keys: Iterable[str]) -> Iterable[Assignment]:
+    wanted = set(keys)
+    return (a for a in unit.assignments if a.section == section and a.name in wanted)
+
+
+def load_word(command: Command, word_index: int):  # -> Word
+    """The raw (unquoted, pre-specifier) word behind load-time argv[word_index]."""
+    offset = 1 if "@" in command.command.prefixes else 0
+    return command.command.words[word_index + offset]
+
+
+def shell_script(command: Command):  # -> tuple[ShellInvocation, ExpandedArg] | None
+    """The `-c` script of a shell command, as the shell receives it."""
+    from linting.execline.shells import find_shell_script
+
+    found = find_shell_script(command.argv)
+    if found is None:
+        return None
+    return found, command.args[found.script_index]

@@ -1,0 +1,160 @@
+"""The library API: `lint_paths(paths, options) -> Report`. No Django, no database."""
+
+from __future__ import annotations
+
+import glob
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from linting.context import LintOptions, RunContext, UnitContext
+from linting.findings import Finding
+from linting.report import CommandInfo, FileReport, InputError, Report
+from linting.rules.registry import all_rules, selected
+from linting.unitfile import UnitFile, parse_file, parse_text
+
+UNIT_SUFFIXES = (
+    ".service", ".socket", ".timer", ".target", ".path", ".mount", ".automount",
+    ".swap", ".slice", ".scope", ".device",
+)
+
+
+def _is_unit_file(path: Path) -> bool:
+    return path.suffix in UNIT_SUFFIXES and path.is_file()
+
+
+def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[InputError]]:
+    """Files, directories (recursively, unit files only; drop-ins go with their unit),
+    globs and `-` (stdin) → the list of inputs, plus errors for what does not exist."""
+    result: list[str] = []
+    errors: list[InputError] = []
+    for raw in paths:
+        if raw == "-":
+            result.append("-")
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(
+                str(p) for p in path.rglob("*")
+                if _is_unit_file(p) and not p.parent.name.endswith(".d")
+            )
+            result.extend(found)
+            continue
+        if path.is_file():
+            result.append(raw)
+            continue
+        if any(ch in raw for ch in "*?["):
+            matches = sorted(m for m in glob.glob(raw, recursive=True) if Path(m).is_file())
+            if matches:
+                result.extend(matches)
+                continue
+            errors.append(InputError(raw, "no files match this pattern"))
+            continue
+        errors.append(InputError(raw, "no such file or directory"))
+    # keep order, drop duplicates
+    seen: set[str] = set()
+    unique = [p for p in result if not (p in seen or seen.add(p))]
+    return unique, errors
+
+
+def load_unit(path: str, stdin_text: str | None = None) -> UnitFile:
+    if path == "-":
+        text = stdin_text if stdin_text is not None else sys.stdin.read()
+        return parse_text(text, "-")
+    return parse_file(Path(path))
+
+
+def lint_paths(paths: Iterable[str], options: LintOptions | None = None) -> Report:
+    options = options or LintOptions()
+    inputs, errors = expand_paths(paths)
+    units: list[UnitFile] = []
+    for path in inputs:
+        try:
+            units.append(load_unit(path))
+        except UnicodeDecodeError as exc:
+            errors.append(InputError(path, f"not a UTF-8 text file ({exc.reason} at byte {exc.start})"))
+        except OSError as exc:
+            errors.append(InputError(path, exc.strerror or str(exc)))
+    report = lint_units(units, options)
+    report.input_errors.extend(errors)
+    return report
+
+
+def lint_text(text: str, name: str = "unit.service", options: LintOptions | None = None) -> Report:
+    """Lint one unit given as text (used by the web preview and by tests)."""
+    return lint_units([parse_text(text, name)], options or LintOptions())
+
+
+def lint_units(units: list[UnitFile], options: LintOptions) -> Report:
+    rules = [r for r in all_rules() if selected(r.code, options.select, options.ignore)]
+    contexts = [UnitContext(u, options) for u in units]
+    for ctx in contexts:
+        for rule in rules:
+            if rule.check is not None:
+                for finding in rule.check(ctx) or ():
+                    ctx.findings.append(finding)
+    run = RunContext(contexts, options)
+    for rule in rules:
+        if rule.check_run is not None:
+            for finding in rule.check_run(run) or ():
+                contexts[0].findings.append(finding)
+    report = Report()
+    active = {r.code for r in rules}
+    for ctx in contexts:
+        findings = _filter(ctx, active)
+        file_report = FileReport(ctx.unit.path, findings, _commands(ctx), dict(ctx.unit.sources))
+        report.files.append(file_report)
+    # findings a cross-file check attached to one unit but that belong to another file
+    by_path = {fr.path: fr for fr in report.files}
+    for fr in list(report.files):
+        for f in list(fr.findings):
+            owner = _owner(f, by_path)
+            if owner is not fr:
+                fr.findings.remove(f)
+                owner.findings.append(f)
+    for fr in report.files:
+        fr.findings.sort(key=lambda f: f.sort_key)
+    return report
+
+
+def _owner(finding: Finding, by_path: dict[str, FileReport]) -> FileReport:
+    if finding.path in by_path:
+        return by_path[finding.path]
+    for fr in by_path.values():
+        if finding.path in fr.sources:
+            return fr
+    return next(iter(by_path.values()))
+
+
+def _filter(ctx: UnitContext, active: set[str]) -> list[Finding]:
+    result: list[Finding] = []
+    seen: set[tuple] = set()
+    for f in ctx.findings:
+        dynamic = f.code.startswith("SC")  # ShellCheck's own codes are not in the catalog
+        if not (f.code in active or dynamic) or not selected(
+            f.code, ctx.options.select, ctx.options.ignore
+        ):
+            continue
+        if ctx.unit.is_disabled(f.code, f.span, f.path):
+            continue
+        key = (f.code, f.path, f.span, f.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        result.append(f)
+    return result
+
+
+def _commands(ctx: UnitContext) -> list[CommandInfo]:
+    return [
+        CommandInfo(
+            section="Service",
+            key=c.key,
+            line=c.assignment.line,
+            prefixes=c.command.prefixes,
+            path=c.command.path,
+            argv=tuple(c.argv),
+            file=c.assignment.path,
+        )
+        for c in ctx.commands
+    ]

@@ -1,0 +1,253 @@
+"""The Exec command-line model: `config_parse_exec()` (src/core/load-fragment.c) at load
+time and `replace_env_argv()` at exec time, giving the exact argv systemd passes.
+
+Load time, per value: split into words (extract_word), a lone `;` separates commands,
+`\\;` is a literal `;` argument, prefixes `- @ : + ! !!` (v258: `|`, no `!!`) on the first
+word, `%` specifiers per word. Errors either drop the command (first word undecodable, or
+any error with the `-` prefix: systemd logs "…, ignoring") or make the unit fail to load
+("Unit configuration has fatal error"). Exec time: environment substitution, unless `:`.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+
+from linting.execline.environment import Substitution, expand_word
+from linting.execline.extract_word import WHITESPACE, ExtractError, Word, extract_first_word
+from linting.execline.specifiers import SpecifierError, resolve
+from linting.spans import Span, Traced
+
+EXEC_KEYS = (
+    "ExecCondition",
+    "ExecStartPre",
+    "ExecStart",
+    "ExecStartPost",
+    "ExecReload",
+    "ExecStop",
+    "ExecStopPost",
+)
+
+
+@dataclass(frozen=True)
+class ExecProblem:
+    kind: str
+    message: str
+    span: Span
+    fatal: bool  # True: the unit fails to load; False: systemd warns (maybe drops the command)
+    data: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass
+class ExecCommand:
+    """One command of an Exec line, as systemd stores it after loading the unit."""
+
+    prefixes: str
+    path: str
+    words: list[Word]  # raw words, the first one without its prefixes
+    argv: list[Traced]  # after specifier resolution (load time), argv[0] included
+    first_word_offset: int  # offset of the first word in the value (prefixes included)
+
+    @property
+    def no_env_expand(self) -> bool:
+        return ":" in self.prefixes
+
+    @property
+    def ignore_failure(self) -> bool:
+        return "-" in self.prefixes
+
+
+@dataclass
+class ExecLine:
+    value: Traced
+    commands: list[ExecCommand]
+    problems: list[ExecProblem]
+    dropped: bool = False  # systemd ignored (part of) the line with a warning
+    fatal: bool = False  # the unit fails to load
+
+
+def _prefix_chars(version: int) -> str:
+    return "-@:+!|" if version >= 258 else "-@:+!"
+
+
+def _split_prefixes(word: str, version: int) -> tuple[str, str]:
+    """Mirror the prefix loop of config_parse_exec(): each prefix at most once, `!!` only
+    before v258, `+` and `!` exclusive."""
+    prefixes = ""
+    i = 0
+    while i < len(word):
+        c = word[i]
+        if c == "-" and "-" not in prefixes:
+            pass
+        elif c == "@" and "@" not in prefixes:
+            pass
+        elif c == ":" and ":" not in prefixes:
+            pass
+        elif c == "|" and version >= 258 and "|" not in prefixes:
+            pass
+        elif c == "+" and not any(p in prefixes for p in "+!"):
+            pass
+        elif c == "!" and not any(p in prefixes for p in "+!"):
+            pass
+        elif c == "!" and version < 258 and prefixes.count("!") == 1 and "+" not in prefixes:
+            pass
+        else:
+            break
+        prefixes += c
+        i += 1
+    return prefixes, word[i:]
+
+
+def _string_is_safe(path: str) -> bool:
+    return not any(("\0" < ch < " ") or ch in "\"'\\\x7f" for ch in path)
+
+
+def _filename_is_valid(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and "/" not in name and len(name) <= 255
+
+
+def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, str]) -> ExecLine:
+    """Parse one Exec*= value the way systemd loads it."""
+    line = ExecLine(value, [], [])
+    text = value.text
+    pos = 0
+    whole = value.span()
+
+    def fail(kind: str, message: str, span: Span, ignore: bool, **data: object) -> None:
+        line.problems.append(ExecProblem(kind, message, span, fatal=not ignore, data=dict(data)))
+        if ignore:
+            line.dropped = True
+        else:
+            line.fatal = True
+
+    while True:
+        try:
+            first, pos = extract_first_word(value, pos)
+        except ExtractError as exc:
+            # config_parse_exec: `if (r <= 0) return 0;` — logged, the rest is dropped.
+            fail("unbalanced-quote", "Unbalanced quoting", value.span(exc.offset, exc.offset + 1),
+                 True)
+            return line
+        if first is None:
+            return line
+        _note_unknown_escapes(line, value, first)
+        if first.value.text == ";":
+            if version >= 257:
+                line.problems.append(
+                    ExecProblem("semicolon", "';' as a command separator is deprecated",
+                                value.span(first.start, first.end), fatal=False)
+                )
+            continue
+        prefixes, rest = _split_prefixes(first.value.text, version)
+        ignore = "-" in prefixes
+        first_rest = first.value[len(prefixes):]
+        try:
+            path_traced = resolve(first_rest, version, specifier_values)
+        except SpecifierError as exc:
+            at = first_rest.span(exc.use.offset, exc.use.offset + 2)
+            fail("unknown-specifier", f"unknown specifier '%{exc.use.letter}'", at, ignore,
+                 letter=exc.use.letter)
+            return line
+        path = path_traced.text
+        word_span = value.span(first.start, first.end)
+        if not path:
+            fail("empty-path", "Empty path in command line", word_span, ignore)
+            return line
+        if not _string_is_safe(path):
+            fail("unsafe-path", "Executable name contains special characters", word_span, ignore)
+            return line
+        if path.endswith("/"):
+            fail("directory-path", "Executable path specifies a directory", word_span, ignore)
+            return line
+        if not path.startswith("/") and not _filename_is_valid(path):
+            fail("relative-path", "Neither a valid executable name nor an absolute path",
+                 word_span, ignore)
+            return line
+        argv: list[Traced] = [] if "@" in prefixes else [path_traced]
+        words = [Word(first_rest, first.start, first.end, first.unknown_escapes, first.quotes)]
+        semicolon = False
+        while pos < len(text):
+            if text[pos] == ";" and (pos + 1 == len(text) or text[pos + 1] in WHITESPACE):
+                sep_start = pos
+                pos += 1
+                while pos < len(text) and text[pos] in WHITESPACE:
+                    pos += 1
+                semicolon = True
+                if version >= 257:
+                    line.problems.append(
+                        ExecProblem("semicolon", "';' as a command separator is deprecated",
+                                    value.span(sep_start, sep_start + 1), fatal=False)
+                    )
+                break
+            if text.startswith("\\;", pos) and (pos + 2 == len(text) or text[pos + 2] in WHITESPACE):
+                start = pos
+                pos += 2
+                while pos < len(text) and text[pos] in WHITESPACE:
+                    pos += 1
+                lit = Traced(";", (value.origins[start],))
+                words.append(Word(lit, start, start + 2, (), ()))
+                argv.append(lit)
+                continue
+            try:
+                word, pos = extract_first_word(value, pos)
+            except ExtractError as exc:
+                fail("unbalanced-quote", "Unbalanced quoting",
+                     value.span(exc.offset, exc.offset + 1), ignore)
+                return line
+            if word is None:
+                break
+            _note_unknown_escapes(line, value, word)
+            try:
+                resolved = resolve(word.value, version, specifier_values)
+            except SpecifierError as exc:
+                at = word.value.span(exc.use.offset, exc.use.offset + 2)
+                fail("unknown-specifier", f"unknown specifier '%{exc.use.letter}'", at, ignore,
+                     letter=exc.use.letter)
+                return line
+            words.append(word)
+            argv.append(resolved)
+        if not argv:
+            fail("empty-argv0", "Empty executable name or zeroeth argument", word_span, ignore)
+            return line
+        line.commands.append(
+            ExecCommand(prefixes, posixpath.normpath(path) if path.startswith("/") else path,
+                        words, argv, first.start)
+        )
+        if not semicolon:
+            return line
+    return line  # pragma: no cover - loop exits by return
+
+
+def _note_unknown_escapes(line: ExecLine, value: Traced, word: Word) -> None:
+    for offset in word.unknown_escapes:
+        line.problems.append(
+            ExecProblem(
+                "unknown-escape",
+                "Ignoring unknown escape sequence",
+                value.span(offset, min(offset + 2, len(value))),
+                fatal=False,
+            )
+        )
+
+
+@dataclass
+class ExpandedArg:
+    """One argument the program receives, and the load-time word it came from."""
+
+    value: Traced
+    word_index: int
+
+
+def expand_command(
+    command: ExecCommand, env: dict[str, str]
+) -> tuple[list[ExpandedArg], list[tuple[int, Substitution]]]:
+    """The argv at exec time, plus every substitution (with its load-time word index)."""
+    if command.no_env_expand:
+        return [ExpandedArg(a, i) for i, a in enumerate(command.argv)], []
+    args: list[ExpandedArg] = []
+    subs: list[tuple[int, Substitution]] = []
+    for index, word in enumerate(command.argv):
+        parts, found = expand_word(word, env)
+        args.extend(ExpandedArg(p, index) for p in parts)
+        subs.extend((index, s) for s in found)
+    return args, subs

@@ -1,0 +1,76 @@
+"""Port of systemd's `cunescape_one()` (src/basic/escape.c).
+
+Characters are Python str; a raw byte from `\\xHH` or octal escapes at or above 0x80 is
+stored as the surrogate-escape code point (U+DC80..U+DCFF), so `to_bytes()` gives back the
+exact bytes the program receives.
+"""
+
+from __future__ import annotations
+
+_SIMPLE = {
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    '"': '"',
+    "'": "'",
+    "s": " ",  # systemd's extension of the XDG syntax
+}
+_HEX = "0123456789abcdefABCDEF"
+_OCT = "01234567"
+
+
+def _byte(value: int) -> str:
+    return chr(value) if value < 0x80 else chr(0xDC00 + value)
+
+
+def cunescape_one(text: str, start: int) -> tuple[str, int] | None:
+    """Decode the escape whose letter is at text[start] (after the backslash).
+
+    Returns (decoded, consumed) or None where systemd returns -EINVAL.
+    """
+    if start >= len(text):
+        return None
+    c = text[start]
+    if c in _SIMPLE:
+        return _SIMPLE[c], 1
+    if c == "x":
+        digits = text[start + 1 : start + 3]
+        if len(digits) < 2 or any(d not in _HEX for d in digits):
+            return None
+        value = int(digits, 16)
+        if value == 0:  # systemd refuses NUL bytes
+            return None
+        return _byte(value), 3
+    if c in "uU":
+        width = 4 if c == "u" else 8
+        digits = text[start + 1 : start + 1 + width]
+        if len(digits) < width or any(d not in _HEX for d in digits):
+            return None
+        value = int(digits, 16)
+        if value == 0 or value > 0x10FFFF:
+            return None
+        if c == "U" and 0xD800 <= value <= 0xDFFF:  # unichar_is_valid() only for \U
+            return None
+        return chr(value), width + 1
+    if c in _OCT:
+        digits = text[start : start + 3]
+        if len(digits) < 3 or any(d not in _OCT for d in digits):
+            return None
+        value = int(digits, 8)
+        if value == 0 or value > 255:
+            return None
+        return _byte(value), 3
+    return None
+
+
+def to_bytes(word: str) -> bytes:
+    """The bytes of a decoded word as the kernel passes them to the program."""
+    try:
+        return word.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return word.encode("utf-8", "surrogatepass")

@@ -1,0 +1,136 @@
+"""Environment substitution in Exec lines at exec time (src/basic/env-util.c
+`replace_env_argv()` and `replace_env_full()`, v252…v257 behave the same).
+
+- A whole word `$NAME` (not `${`, not `$$`) is replaced by the value split on whitespace
+  (with quotes honoured: `strv_split_full(EXTRACT_RELAX|EXTRACT_UNQUOTE)`) into 0..n
+  arguments; unset or an invalid name (`$1`, `$FOO/x`, `$(seq`) → the word is removed.
+- `${NAME}` anywhere in a word → the exact value, one argument even with spaces; unset →
+  empty. `${X:-d}` and `${X:+a}` are left literally (the `:` turns the parser back to plain
+  text); `${#a[@]}`, `${a[0]}`, `${1}` look up names that cannot exist → empty.
+- `$$` → `$`; a braceless `$name` inside a longer word is left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from linting.spans import Pos, Traced
+
+_VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def is_valid_name(name: str) -> bool:
+    return bool(_VALID_NAME.match(name))
+
+
+@dataclass(frozen=True)
+class Substitution:
+    """One `$NAME` / `${NAME}` that systemd replaced."""
+
+    name: str
+    braced: bool
+    start: int  # offsets in the word (of `$` … end of the reference)
+    end: int
+    value: str | None  # None: unset (or invalid name) → empty / removed
+
+    @property
+    def valid_name(self) -> bool:
+        return is_valid_name(self.name)
+
+
+def split_value(value: str) -> list[str]:
+    """`strv_split_full(value, WHITESPACE, EXTRACT_RELAX|EXTRACT_UNQUOTE)`: quotes group,
+    unbalanced quotes are tolerated (RELAX), backslashes escape the next character."""
+    words: list[str] = []
+    i, n = 0, len(value)
+    while True:
+        while i < n and value[i] in " \t\n\r":
+            i += 1
+        if i >= n:
+            return words
+        out: list[str] = []
+        quote = ""
+        while i < n:
+            c = value[i]
+            if c == "\\" and i + 1 < n:
+                out.append(value[i + 1])
+                i += 2
+                continue
+            if c == "\\":
+                i += 1
+                continue
+            if quote:
+                if c == quote:
+                    quote = ""
+                else:
+                    out.append(c)
+                i += 1
+                continue
+            if c in "'\"":
+                quote = c
+                i += 1
+                continue
+            if c in " \t\n\r":
+                break
+            out.append(c)
+            i += 1
+        words.append("".join(out))
+
+
+def replace_braced(word: Traced, env: dict[str, str]) -> tuple[Traced, list[Substitution]]:
+    """`replace_env()` without ALLOW_EXTENDED/ALLOW_BRACELESS, as used for Exec argv."""
+    s = word.text
+    out: list[str] = []
+    origins: list[Pos] = []
+    subs: list[Substitution] = []
+    i, n = 0, len(s)
+    while i < n:
+        c = s[i]
+        if c == "$" and i + 1 < n and s[i + 1] == "$":
+            out.append("$")
+            origins.append(word.origins[i])
+            i += 2
+            continue
+        if c == "$" and i + 1 < n and s[i + 1] == "{":
+            j = i + 2
+            while j < n and s[j] not in "}:":
+                j += 1
+            if j < n and s[j] == "}":
+                name = s[i + 2 : j]
+                value = env.get(name)
+                subs.append(Substitution(name, True, i, j + 1, value))
+                if value:
+                    out.append(value)
+                    origins.extend([word.origins[i]] * len(value))
+                i = j + 1
+                continue
+            # `${X:-d}` (a ':' first) or `${X` unterminated: kept literally.
+            stop = j if j < n else n
+            out.append(s[i:stop])
+            origins.extend(word.origins[i:stop])
+            i = stop
+            continue
+        out.append(c)
+        origins.append(word.origins[i])
+        i += 1
+    return Traced("".join(out), tuple(origins)), subs
+
+
+def is_whole_word_reference(word: str) -> bool:
+    return word.startswith("$") and word[1:2] not in ("{", "$")
+
+
+def expand_word(word: Traced, env: dict[str, str]) -> tuple[list[Traced], list[Substitution]]:
+    """One argv word at exec time → 0..n words, plus what was substituted."""
+    if is_whole_word_reference(word.text):
+        name = word.text[1:]
+        value = env.get(name)
+        sub = Substitution(name, False, 0, len(word.text), value)
+        if value is None:
+            return [], [sub]
+        parts = split_value(value)
+        origin = word.origins[0]
+        return [Traced(p, (origin,) * len(p)) for p in parts], [sub]
+    replaced, subs = replace_braced(word, env)
+    return [replaced], subs

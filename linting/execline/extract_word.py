@@ -1,0 +1,128 @@
+"""Port of systemd's `extract_first_word()` with `EXTRACT_UNQUOTE|EXTRACT_CUNESCAPE`
+(src/basic/extract-word.c) and of `extract_first_word_and_warn()`'s retry in relaxed mode.
+
+Quotes may open and close anywhere inside a word; C escapes work in both quote kinds; an
+unknown escape fails strict mode, and the relaxed retry keeps backslash and character
+verbatim with a warning; an unbalanced quote (or a backslash at the very end inside quotes)
+fails the word. Each output character keeps the file position it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from linting.execline.cunescape import cunescape_one
+from linting.spans import Pos, Traced
+
+WHITESPACE = " \t\n\r"
+
+
+class ExtractError(Exception):
+    """The word cannot be decoded (systemd: "Unbalanced quoting")."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.offset = offset  # where the problem is, in the input
+
+
+@dataclass(frozen=True)
+class QuoteRegion:
+    """A quoted stretch of the input: [open, close] offsets of the quote characters."""
+
+    quote: str
+    open: int
+    close: int
+
+
+@dataclass(frozen=True)
+class Word:
+    value: Traced
+    start: int  # offset of the raw word in the input
+    end: int
+    unknown_escapes: tuple[int, ...]  # input offsets of backslashes kept verbatim
+    quotes: tuple[QuoteRegion, ...]
+
+
+class _Strict(Exception):
+    pass
+
+
+def _extract(text: Traced, pos: int, relax: bool) -> tuple[Word | None, int]:
+    s = text.text
+    n = len(s)
+    while pos < n and s[pos] in WHITESPACE:
+        pos += 1
+    if pos >= n:
+        return None, n
+    start = pos
+    out: list[str] = []
+    origins: list[Pos] = []
+    unknown: list[int] = []
+    quotes: list[QuoteRegion] = []
+    quote = ""
+    quote_open = -1
+    while True:
+        if pos >= n:
+            if quote:
+                raise ExtractError("Unbalanced quoting", quote_open)
+            return Word(Traced("".join(out), tuple(origins)), start, pos, tuple(unknown), tuple(quotes)), pos
+        c = s[pos]
+        if c == "\\":
+            if pos + 1 >= n:
+                # A trailing backslash: kept verbatim only in relaxed mode outside quotes.
+                if relax and not quote:
+                    out.append("\\")
+                    origins.append(text.origins[pos])
+                    unknown.append(pos)
+                    pos += 1
+                    continue
+                if quote:
+                    raise ExtractError("Unbalanced quoting", quote_open)
+                raise _Strict
+            decoded = cunescape_one(s, pos + 1)
+            if decoded is None:
+                if not relax:
+                    raise _Strict
+                out.extend(("\\", s[pos + 1]))
+                origins.extend((text.origins[pos], text.origins[pos + 1]))
+                unknown.append(pos)
+                pos += 2
+                continue
+            chars, consumed = decoded
+            out.append(chars)
+            origins.append(text.origins[pos])
+            pos += 1 + consumed
+            continue
+        if quote:
+            if c == quote:
+                quotes.append(QuoteRegion(quote, quote_open, pos))
+                quote = ""
+            else:
+                out.append(c)
+                origins.append(text.origins[pos])
+            pos += 1
+            continue
+        if c in "'\"":
+            quote = c
+            quote_open = pos
+            pos += 1
+            continue
+        if c in WHITESPACE:
+            end = pos
+            while pos < n and s[pos] in WHITESPACE:
+                pos += 1
+            return Word(Traced("".join(out), tuple(origins)), start, end, tuple(unknown), tuple(quotes)), pos
+        out.append(c)
+        origins.append(text.origins[pos])
+        pos += 1
+
+
+def extract_first_word(text: Traced, pos: int) -> tuple[Word | None, int]:
+    """Extract one word starting at `pos`; returns (word or None at end, next position).
+
+    Raises ExtractError for unbalanced quoting (systemd logs it and drops the command).
+    """
+    try:
+        return _extract(text, pos, relax=False)
+    except _Strict:
+        return _extract(text, pos, relax=True)

@@ -1,0 +1,227 @@
+"""`%` specifiers in unit files (src/shared/specifier.c `specifier_printf()` and the table in
+src/core/unit-printf.c `unit_full_printf()`).
+
+Resolved at load time, per word: `%%` → `%`; a known letter → its value; an unknown letter
+or digit → the unit fails to load ("Invalid slot"); any other character after `%` (and a
+trailing `%`) is kept literally. The known letters differ per systemd version; the tables
+below were measured with `systemd-analyze verify` (see tools/gen_specifier_tables.py).
+"""
+
+from __future__ import annotations
+
+import platform
+import pwd
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from linting.spans import Pos, Traced
+
+POSSIBLE_SPECIFIERS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+# Letters that resolve without error, per systemd version (measured; see module docstring).
+KNOWN_SPECIFIERS: dict[int, frozenset[str]] = {
+    252: frozenset("aAbBcCdEfgGhHiIjJlLmMnNopPqrRsStTuUvVwWyY"),
+}
+# Letters that resolve but log "Specifier '%X' used in unit configuration, which is deprecated".
+DEPRECATED_SPECIFIERS: dict[int, frozenset[str]] = {
+    252: frozenset("crR"),
+}
+# Specifiers whose value depends on the host, the boot or the user running the service:
+# inside a shell script they are almost always a mistake for the shell's own `%`.
+HOST_DEPENDENT = frozenset("aAbBHlmMoqvwWgGuUhs")
+
+
+def specifier_table(version: int) -> tuple[frozenset[str], frozenset[str]]:
+    """(known, deprecated) letters for `version`: the highest measured table ≤ version."""
+    candidates = [v for v in KNOWN_SPECIFIERS if v <= version] or [min(KNOWN_SPECIFIERS)]
+    chosen = max(candidates)
+    return KNOWN_SPECIFIERS[chosen], DEPRECATED_SPECIFIERS.get(chosen, frozenset())
+
+
+def _read(path: str, default: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8").strip() or default
+    except OSError:
+        return default
+
+
+def _os_release() -> dict[str, str]:
+    result: dict[str, str] = {}
+    for line in _read("/etc/os-release", "").splitlines():
+        if "=" in line:
+            key, _, value = line.partition("=")
+            result[key.strip()] = value.strip().strip('"')
+    return result
+
+
+@dataclass
+class HostFacts:
+    """Values of the host-dependent specifiers. Defaults describe the machine running the
+    linter; tests and deploys pass the target host's facts."""
+
+    hostname: str = field(default_factory=lambda: platform.node() or "localhost")
+    machine_id: str = field(default_factory=lambda: _read("/etc/machine-id", "0" * 32))
+    boot_id: str = field(
+        default_factory=lambda: _read("/proc/sys/kernel/random/boot_id", "0" * 36).replace("-", "")
+    )
+    kernel_release: str = field(default_factory=platform.release)
+    architecture: str = field(
+        default_factory=lambda: {"x86_64": "x86-64", "aarch64": "arm64"}.get(
+            platform.machine(), platform.machine()
+        )
+    )
+    os_release: dict[str, str] = field(default_factory=_os_release)
+    pretty_hostname: str = ""
+
+
+@dataclass
+class UnitFacts:
+    """What the unit-level specifiers need: its name, fragment path and User=."""
+
+    name: str
+    fragment_path: str = ""
+    user: str | None = None
+    group: str | None = None
+
+
+def _user_fields(user: str | None) -> tuple[str, str, str, str]:
+    """(name, uid, home, shell) as systemd resolves them for a system service."""
+    if user is None:
+        return "root", "0", "/root", "/bin/sh"
+    try:
+        entry = pwd.getpwnam(user) if not user.isdigit() else pwd.getpwuid(int(user))
+    except KeyError:
+        return user, user if user.isdigit() else "?", "?", "?"
+    return entry.pw_name, str(entry.pw_uid), entry.pw_dir, entry.pw_shell
+
+
+def _unescape_unit_part(text: str) -> str:
+    """`unit_name_unescape()`: `-` → `/`, `\\xHH` → byte."""
+    out = []
+    i = 0
+    while i < len(text):
+        if text[i] == "-":
+            out.append("/")
+        elif text[i] == "\\" and text[i + 1 : i + 2] == "x" and len(text) >= i + 4:
+            out.append(chr(int(text[i + 2 : i + 4], 16)))
+            i += 3
+        else:
+            out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
+def specifier_values(unit: UnitFacts, host: HostFacts) -> dict[str, str]:
+    """The value of each letter (those a linter can know; others resolve to themselves)."""
+    name = unit.name
+    base, _, _suffix = name.rpartition(".")
+    prefix, at, instance = base.partition("@")
+    user, uid, home, shell = _user_fields(unit.user)
+    group = unit.group or ("root" if unit.user is None else user)
+    osr = host.os_release
+    last = prefix.rsplit("-", 1)[-1]
+    unescaped_path = "/" + _unescape_unit_part(instance if at else prefix).lstrip("/")
+    return {
+        "a": host.architecture,
+        "A": osr.get("IMAGE_VERSION", ""),
+        "b": host.boot_id,
+        "B": osr.get("BUILD_ID", ""),
+        "C": "/var/cache",
+        "d": f"/run/credentials/{name}",
+        "E": "/etc",
+        "f": unescaped_path,
+        "g": group,
+        "G": "0" if group == "root" else group,
+        "h": home,
+        "H": host.hostname,
+        "i": instance,
+        "I": _unescape_unit_part(instance),
+        "j": last,
+        "J": _unescape_unit_part(last),
+        "l": host.hostname.split(".", 1)[0],
+        "L": "/var/log",
+        "m": host.machine_id,
+        "M": osr.get("IMAGE_ID", ""),
+        "n": name,
+        "N": base,
+        "o": osr.get("ID", ""),
+        "p": prefix,
+        "P": _unescape_unit_part(prefix),
+        "q": host.pretty_hostname or host.hostname,
+        "s": shell,
+        "S": "/var/lib",
+        "t": "/run",
+        "T": "/tmp",
+        "u": user,
+        "U": uid,
+        "v": host.kernel_release,
+        "V": "/var/tmp",
+        "w": osr.get("VERSION_ID", ""),
+        "W": osr.get("VARIANT_ID", ""),
+        "y": unit.fragment_path,
+        "Y": str(Path(unit.fragment_path).parent) if unit.fragment_path else "",
+        "c": f"/system.slice/{name}",
+        "r": "/system.slice",
+        "R": "/",
+    }
+
+
+@dataclass(frozen=True)
+class SpecifierUse:
+    letter: str
+    offset: int  # offset of the `%` in the word
+    known: bool
+    deprecated: bool
+
+
+class SpecifierError(Exception):
+    def __init__(self, use: SpecifierUse) -> None:
+        super().__init__(f"unknown specifier %{use.letter}")
+        self.use = use
+
+
+def find_specifiers(word: str, version: int) -> list[SpecifierUse]:
+    """Every `%X` in a word (not `%%`), classified for `version`."""
+    known, deprecated = specifier_table(version)
+    uses: list[SpecifierUse] = []
+    i = 0
+    while i < len(word):
+        if word[i] == "%" and i + 1 < len(word):
+            letter = word[i + 1]
+            if letter != "%" and letter in POSSIBLE_SPECIFIERS:
+                uses.append(SpecifierUse(letter, i, letter in known, letter in deprecated))
+            i += 2
+            continue
+        i += 1
+    return uses
+
+
+def resolve(word: Traced, version: int, values: dict[str, str]) -> Traced:
+    """`specifier_printf()` on one word; raises SpecifierError for an unknown letter."""
+    known, deprecated = specifier_table(version)
+    out: list[str] = []
+    origins: list[Pos] = []
+    s = word.text
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c != "%" or i + 1 >= len(s):
+            out.append(c)
+            origins.append(word.origins[i])
+            i += 1
+            continue
+        letter = s[i + 1]
+        if letter == "%":
+            out.append("%")
+            origins.append(word.origins[i])
+        elif letter in known:
+            value = values.get(letter, f"%{letter}")
+            out.append(value)
+            origins.extend([word.origins[i]] * len(value))
+        elif letter in POSSIBLE_SPECIFIERS:
+            raise SpecifierError(SpecifierUse(letter, i, False, letter in deprecated))
+        else:
+            out.append(c + letter)
+            origins.extend((word.origins[i], word.origins[i + 1]))
+        i += 2
+    return Traced("".join(out), tuple(origins))

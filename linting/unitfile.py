@@ -1,0 +1,257 @@
+"""A unit-file reader faithful to systemd's `config_parse()` (src/shared/conf-parser.c).
+
+What systemd does, and so what we do:
+- a line whose unescaped trailing backslash continues it: the backslash becomes a space and
+  the next line is appended (the parity of backslashes over the whole accumulated line
+  decides, so `\\\\` at the end does not continue);
+- while continuing, lines whose first non-blank character is `#` or `;` are skipped;
+- each logical line is stripped of whitespace; empty lines and comment lines are ignored;
+- `[Section]` headers; `Key=Value` split at the first `=`, both sides stripped;
+- keys and values outside any section are ignored with a warning.
+
+Every assignment keeps the file position of every character of its value (`Traced`), so
+findings can point into the right physical line even across continuations.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from linting.spans import Pos, Span, Traced
+
+WHITESPACE = " \t\n\r"
+COMMENTS = "#;"
+_DISABLE_RE = re.compile(r"lintunits:\s*disable=([A-Za-z0-9_,\s-]+)")
+
+
+@dataclass(frozen=True)
+class ParseProblem:
+    """Something systemd itself logs while reading the file."""
+
+    kind: str  # "section-header", "missing-equals", "outside-section", "encoding"
+    message: str
+    span: Span
+    path: str
+
+
+@dataclass(frozen=True)
+class SectionHeader:
+    name: str
+    span: Span
+    path: str
+
+
+@dataclass(frozen=True)
+class Assignment:
+    section: str
+    key: Traced
+    value: Traced
+    path: str
+    line: int  # physical line where the assignment starts
+
+    @property
+    def name(self) -> str:
+        return self.key.text
+
+    @property
+    def span(self) -> Span:
+        """The whole assignment, key to end of value."""
+        end = self.value.span() if self.value.text else self.key.span()
+        return self.key.span().union(end)
+
+
+@dataclass
+class SourceFile:
+    """One file's text, with the lines kept for carets and fixes."""
+
+    path: str
+    text: str
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.split("\n")
+
+    def line(self, number: int) -> str:
+        lines = self.lines
+        return lines[number - 1].rstrip("\r") if 0 < number <= len(lines) else ""
+
+
+@dataclass
+class UnitFile:
+    """A unit with its drop-ins applied in order (main file first)."""
+
+    path: str
+    name: str
+    sources: dict[str, SourceFile] = field(default_factory=dict)
+    headers: list[SectionHeader] = field(default_factory=list)
+    assignments: list[Assignment] = field(default_factory=list)
+    problems: list[ParseProblem] = field(default_factory=list)
+    # (path, line) -> codes disabled by a `# lintunits: disable=...` comment on the line above
+    disabled: dict[tuple[str, int], set[str]] = field(default_factory=dict)
+
+    @property
+    def unit_type(self) -> str:
+        """`service`, `socket`, ... from the file name (`vllm.service` → `service`)."""
+        suffix = self.name.rsplit(".", 1)[-1] if "." in self.name else ""
+        return suffix or "service"
+
+    def get_all(self, section: str, key: str) -> list[Assignment]:
+        return [a for a in self.assignments if a.section == section and a.name == key]
+
+    def effective_list(self, section: str, key: str) -> list[Assignment]:
+        """List-valued keys: an empty assignment resets everything before it."""
+        result: list[Assignment] = []
+        for a in self.get_all(section, key):
+            if a.value.text == "":
+                result = []
+            else:
+                result.append(a)
+        return result
+
+    def last(self, section: str, key: str) -> Assignment | None:
+        """Single-valued keys: the last assignment wins (an empty one means the default)."""
+        found = self.get_all(section, key)
+        return found[-1] if found else None
+
+    def last_value(self, section: str, key: str) -> str | None:
+        a = self.last(section, key)
+        return a.value.text if a is not None and a.value.text != "" else None
+
+    def is_disabled(self, code: str, span: Span, path: str) -> bool:
+        codes = self.disabled.get((path, span.start.line))
+        return bool(codes) and (code in codes or "all" in codes)
+
+
+def _logical_lines(text: str) -> list[tuple[Traced, int]]:
+    """Join continuation lines exactly like conf-parser.c; returns (line, first line number)."""
+    result: list[tuple[Traced, int]] = []
+    continuation: list[tuple[str, list[Pos]]] | None = None
+    start_line = 0
+    physical = text.split("\n")
+    if physical and physical[-1] == "":
+        physical.pop()
+    for number, raw in enumerate(physical, start=1):
+        raw = raw.removesuffix("\r")
+        if number == 1 and raw.startswith("\ufeff"):
+            raw = raw[1:]
+            origins = [Pos(1, c + 2) for c in range(len(raw))]
+        else:
+            origins = [Pos(number, c + 1) for c in range(len(raw))]
+        if continuation is not None:
+            if raw.lstrip(WHITESPACE)[:1] in tuple(COMMENTS):
+                continue
+            continuation.append((raw, origins))
+        else:
+            continuation = [(raw, origins)]
+            start_line = number
+        joined = "".join(part for part, _ in continuation)
+        escaped = False
+        for ch in joined:
+            escaped = False if escaped else ch == "\\"
+        if escaped:
+            # The trailing backslash becomes a space and the line continues.
+            last_text, last_origins = continuation[-1]
+            continuation[-1] = (last_text[:-1] + " ", last_origins)
+            continue
+        text_joined = "".join(part for part, _ in continuation)
+        origins_joined = tuple(o for _, orig in continuation for o in orig)
+        result.append((Traced(text_joined, origins_joined), start_line))
+        continuation = None
+    if continuation is not None:
+        text_joined = "".join(part for part, _ in continuation)
+        origins_joined = tuple(o for _, orig in continuation for o in orig)
+        result.append((Traced(text_joined, origins_joined), start_line))
+    return result
+
+
+def _collect_disables(source: SourceFile, into: dict[tuple[str, int], set[str]]) -> None:
+    """`# lintunits: disable=CODE[,CODE]` applies to the next non-comment line."""
+    pending: set[str] = set()
+    for number, line in enumerate(source.lines, start=1):
+        stripped = line.strip()
+        if stripped[:1] in ("#", ";"):
+            match = _DISABLE_RE.search(stripped)
+            if match:
+                pending |= {c.strip() for c in match.group(1).split(",") if c.strip()}
+            continue
+        if pending and stripped:
+            into.setdefault((source.path, number), set()).update(pending)
+            pending = set()
+
+
+def parse_text(text: str, path: str, unit: UnitFile | None = None) -> UnitFile:
+    """Parse one file into `unit` (a new one if None), appending to what is there."""
+    if unit is None:
+        unit = UnitFile(path=path, name=Path(path).name if path != "-" else "stdin.service")
+    source = SourceFile(path, text)
+    unit.sources[path] = source
+    _collect_disables(source, unit.disabled)
+    section: str | None = None
+    for logical, first_line in _logical_lines(text):
+        line = logical.strip()
+        if not line.text or line.text[0] in COMMENTS:
+            continue
+        if line.text.startswith("["):
+            if not line.text.endswith("]"):
+                unit.problems.append(
+                    ParseProblem(
+                        "section-header",
+                        f"Invalid section header '{line.text}'",
+                        line.span(),
+                        path,
+                    )
+                )
+                section = None
+                continue
+            name = line[1:-1]
+            section = name.text
+            unit.headers.append(SectionHeader(section, line.span(), path))
+            continue
+        if section is None:
+            unit.problems.append(
+                ParseProblem(
+                    "outside-section",
+                    "Assignment outside of section, ignoring",
+                    line.span(),
+                    path,
+                )
+            )
+            continue
+        eq = line.text.find("=")
+        if eq < 0:
+            unit.problems.append(
+                ParseProblem("missing-equals", "Missing '=', ignoring line", line.span(), path)
+            )
+            continue
+        key = line[:eq].strip()
+        value = line[eq + 1 :].strip()
+        unit.assignments.append(Assignment(section, key, value, path, first_line))
+    return unit
+
+
+def dropin_paths(unit_path: Path) -> list[Path]:
+    """`NAME.service.d/*.conf` beside the unit, in the order systemd applies them
+    (lexicographic by file name)."""
+    directory = unit_path.with_name(unit_path.name + ".d")
+    if not directory.is_dir():
+        return []
+    return sorted((p for p in directory.iterdir() if p.suffix == ".conf"), key=lambda p: p.name)
+
+
+def parse_file(path: Path, *, with_dropins: bool = True) -> UnitFile:
+    """Read a unit and its drop-ins. Raises OSError/UnicodeDecodeError for unreadable input."""
+    unit = parse_text(read_text(path), str(path))
+    if with_dropins:
+        for dropin in dropin_paths(path):
+            parse_text(read_text(dropin), str(dropin), unit)
+    return unit
+
+
+def read_text(path: Path) -> str:
+    data = path.read_bytes()
+    if b"\x00" in data:
+        raise UnicodeDecodeError("utf-8", data, data.index(b"\x00"), data.index(b"\x00") + 1,
+                                 "NUL byte in unit file")
+    return data.decode("utf-8")

@@ -1,0 +1,335 @@
+"""Per-version facts about `vllm serve` arguments, loaded from generated JSON.
+
+The catalogs in ``linting/vllm/catalogs/`` are produced by
+``tools/gen_vllm_catalog.py`` from the released wheels (read with ``ast``,
+never imported) and must not be edited by hand.  This module is stdlib-only
+so the linter runs without Django or vLLM installed.
+
+Spelling rules encoded in :meth:`VllmCatalog.resolve_flag` follow what the
+real parser does before and during ``argparse``:
+
+* ``FlexibleArgumentParser.parse_args`` (``vllm/utils.py:1334`` in 0.8.5,
+  ``vllm/utils/__init__.py:1848`` in 0.11, ``vllm/utils/argparse_utils.py``
+  from 0.12) rewrites ``_`` to ``-`` in ``--`` options: the whole key in
+  0.8.x, only the part before the first ``.`` from 0.11 on; ``--key=value``
+  is split on the first ``=``.
+* From 0.11, ``--json-arg.key value`` / ``--json-arg.key+ v`` are folded into
+  ``--json-arg '{"key": ...}'``.
+* ``-O3`` becomes ``-O.level=3`` (0.11) or ``--optimization-level 3`` (0.16+).
+* ``argparse`` itself (``allow_abbrev`` is never disabled by vLLM) accepts a
+  unique prefix of a long option, ``-x=value`` and ``-xVALUE`` for a
+  two-character short option.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+CATALOG_DIR = Path(__file__).resolve().parent / "catalogs"
+_FILE_RE = re.compile(r"^vllm-(?P<version>\d+(?:\.\d+)*(?:\.post\d+)?)\.json$")
+
+
+class UnknownVllmVersion(ValueError):
+    """No generated catalog exists for the requested vLLM version."""
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    """Numeric sort key: 0.8.5 < 0.11.0 < 0.33.0 (strings would sort wrongly)."""
+    return tuple(int(p.removeprefix("post")) for p in version.split("."))
+
+
+def available_versions() -> list[str]:
+    """Versions that have a generated catalog, oldest first."""
+    found = []
+    for path in CATALOG_DIR.glob("vllm-*.json"):
+        m = _FILE_RE.match(path.name)
+        if m:
+            found.append(m.group("version"))
+    return sorted(found, key=_version_key)
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    """One argparse action of `vllm serve`, with every option string it accepts."""
+
+    names: tuple[str, ...]
+    dest: str
+    kind: str  # value | store_true | store_false | boolean_optional
+    type: str | None  # int | float | str | json | human_int | bool | None
+    choices: tuple[str, ...] | None
+    nargs: str | int | None
+    deprecated: bool
+    source: str
+    also_accepts: tuple[str, ...] = ()
+
+    @property
+    def canonical(self) -> str:
+        return self.names[0]
+
+    @property
+    def takes_value(self) -> bool:
+        return self.kind == "value"
+
+    def is_negative(self, name: str) -> bool:
+        """True when `name` sets a boolean_optional flag to False.
+
+        `--no-x` comes from argparse.BooleanOptionalAction; 0.33's
+        EnableDisableAction (vllm/utils/argparse_utils.py) adds `--disable-x`
+        for `--enable-x` (and the reverse).
+        """
+        if self.kind != "boolean_optional" or name not in self.names:
+            return False
+        if name.startswith("--no-"):
+            return True
+        positive = self.names[0]
+        for prefix, inverse in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
+            if positive.startswith(prefix) and name == inverse + positive[len(prefix) :]:
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class SpecFieldSpec:
+    """One key accepted inside `--speculative-config`."""
+
+    type: str
+    default: Any
+    nullable: bool
+    source: str
+    choices: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True)
+class SpecConfigSpec:
+    """What `SpeculativeConfig(**json.loads(value))` accepts in one version."""
+
+    fields: Mapping[str, SpecFieldSpec]
+    internal_keys: tuple[str, ...]
+    methods_declared: tuple[str, ...]
+    methods_accepted: tuple[str, ...]
+    unknown_keys: str  # type_error | ignored | validation_error
+    shorthand_flags: Mapping[str, str]
+    dash_keys_normalised: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class ParserRules:
+    """How FlexibleArgumentParser rewrites argv before argparse sees it."""
+
+    underscore_to_dash: str  # whole_key | before_first_dot
+    allow_abbrev: bool
+    dotted_json_keys: bool
+    model_option: str  # error | moved_to_positional | allowed
+    dash_o_rewrite: str | None
+    source: str
+
+
+@dataclass(frozen=True)
+class FlagMatch:
+    """How one argv word resolved to a flag."""
+
+    spec: FlagSpec
+    name: str  # the option string argparse ends up matching
+    spelling: str  # exact | normalised | abbreviation | short_concat | dash_o
+    value: str | None = None  # inline value (`--x=1`, `-q=fp8`, `-O3`)
+    json_path: tuple[str, ...] = ()  # `--speculative-config.method` -> ("method",)
+
+
+@dataclass(frozen=True)
+class VllmCatalog:
+    """Facts about one vLLM version's `vllm serve` command line."""
+
+    version: str
+    wheel: str
+    wheel_sha256: str
+    positionals: tuple[str, ...]
+    flags: tuple[FlagSpec, ...]
+    speculative_config: SpecConfigSpec
+    removed_flags: tuple[str, ...]
+    parser: ParserRules
+    runtime_choices: Mapping[str, tuple[str, ...]]
+    notes: tuple[str, ...]
+    _by_name: Mapping[str, FlagSpec] = field(repr=False, compare=False, init=False)
+
+    def __post_init__(self) -> None:
+        index = {name: spec for spec in self.flags for name in spec.names}
+        object.__setattr__(self, "_by_name", MappingProxyType(index))
+
+    @property
+    def all_names(self) -> tuple[str, ...]:
+        return tuple(sorted(self._by_name))
+
+    def _normalise(self, key: str) -> str:
+        """FlexibleArgumentParser's `_` -> `-` rewrite of a `--key`."""
+        if not key.startswith("--"):
+            return key
+        body = key[2:]
+        if self.parser.underscore_to_dash == "whole_key":
+            return "--" + body.replace("_", "-")
+        head, dot, tail = body.partition(".")
+        return "--" + head.replace("_", "-") + dot + tail
+
+    def _lookup(self, key: str) -> tuple[FlagSpec, str, str] | None:
+        """Exact, then argparse unique-prefix match of an option string."""
+        spec = self._by_name.get(key)
+        if spec is not None:
+            return spec, key, "exact"
+        if self.parser.allow_abbrev and key.startswith("--") and len(key) > 2:
+            hits = {n: s for n, s in self._by_name.items() if n.startswith(key)}
+            specs = {id(s): s for s in hits.values()}
+            if len(specs) == 1:
+                return next(iter(specs.values())), min(hits), "abbreviation"
+        return None
+
+    def resolve_flag(self, word: str) -> FlagMatch | None:
+        """Resolve one argv word the way `vllm serve` would, or None if unknown."""
+        if not word.startswith("-") or word in ("-", "--"):
+            return None
+        if word.startswith("--"):
+            key, eq, value = word.partition("=")
+            inline = value if eq else None
+            normalised = self._normalise(key)
+            path: tuple[str, ...] = ()
+            if self.parser.dotted_json_keys and "." in normalised:
+                normalised, _, rest = normalised.partition(".")
+                path = tuple(p for p in rest.removesuffix("+").split(".") if p)
+            found = self._lookup(normalised)
+            if found is None:
+                return None
+            spec, name, how = found
+            if how == "exact" and normalised != key.partition(".")[0]:
+                how = "normalised"
+            return FlagMatch(spec, name, how, inline, path)
+        # single dash
+        if word.startswith("-O") and not self._by_name.get(word) and self.parser.dash_o_rewrite:
+            level = word[3:] if word[2:3] == "=" else word[2:]
+            if word[2:3] != "." and level:
+                if self.parser.dash_o_rewrite == "-O.level":
+                    spec = self._by_name.get("-O")
+                    if spec is not None:
+                        return FlagMatch(spec, "-O", "dash_o", level, ("level",))
+                else:
+                    spec = self._by_name.get(self.parser.dash_o_rewrite)
+                    if spec is not None:
+                        return FlagMatch(spec, spec.canonical, "dash_o", level)
+        if self.parser.dotted_json_keys and "." in word:
+            key, _, rest = word.partition(".")
+            rest, eq, value = rest.partition("=")
+            spec = self._by_name.get(key)
+            if spec is not None:
+                path = tuple(p for p in rest.removesuffix("+").split(".") if p)
+                return FlagMatch(spec, key, "exact", value if eq else None, path)
+        key, eq, value = word.partition("=")
+        spec = self._by_name.get(key)
+        if spec is not None:
+            return FlagMatch(spec, key, "exact", value if eq else None)
+        short = self._by_name.get(word[:2])
+        if short is not None and short.takes_value and len(word) > 2:
+            return FlagMatch(short, word[:2], "short_concat", word[2:])
+        return None
+
+    def flag(self, name: str) -> FlagSpec | None:
+        """The flag an option string (any accepted spelling) refers to."""
+        match = self.resolve_flag(name)
+        return match.spec if match else None
+
+    def suggest_flag(self, name: str) -> str | None:
+        """Closest known option string, for "did you mean" messages."""
+        key = self._normalise(name.partition("=")[0])
+        if key.startswith("-") and not key.startswith("--") and len(key) > 3:
+            key = "-" + key  # `-tensor-parallel-size` -> `--tensor-...`
+        close = difflib.get_close_matches(key, self.all_names, n=1, cutoff=0.6)
+        return close[0] if close else None
+
+
+def _tuple_or_none(value: list[Any] | None) -> tuple[Any, ...] | None:
+    return None if value is None else tuple(value)
+
+
+def _parse(data: dict[str, Any]) -> VllmCatalog:
+    flags = tuple(
+        FlagSpec(
+            names=tuple(f["names"]),
+            dest=f["dest"],
+            kind=f["kind"],
+            type=f["type"],
+            choices=_tuple_or_none(f["choices"]),
+            nargs=f["nargs"],
+            deprecated=f["deprecated"],
+            source=f["source"],
+            also_accepts=tuple(f.get("also_accepts", ())),
+        )
+        for f in data["flags"]
+    )
+    spec = data["speculative_config"]
+    fields = {
+        name: SpecFieldSpec(
+            type=f["type"],
+            default=f["default"],
+            nullable=f.get("nullable", False),
+            source=f["source"],
+            choices=_tuple_or_none(f.get("choices")),
+        )
+        for name, f in spec["fields"].items()
+    }
+    spec_config = SpecConfigSpec(
+        fields=MappingProxyType(fields),
+        internal_keys=tuple(spec.get("internal_keys", ())),
+        methods_declared=tuple(spec["methods_declared"]),
+        methods_accepted=tuple(spec["methods_accepted"]),
+        unknown_keys=spec["unknown_keys"],
+        shorthand_flags=MappingProxyType(dict(spec["shorthand_flags"])),
+        dash_keys_normalised=spec.get("dash_keys_normalised", False),
+        source=spec.get("method_source", ""),
+    )
+    p = data["parser"]
+    parser = ParserRules(
+        underscore_to_dash=p["underscore_to_dash"],
+        allow_abbrev=p["allow_abbrev"],
+        dotted_json_keys=p["dotted_json_keys"],
+        model_option=p["model_option"],
+        dash_o_rewrite=p.get("dash_O_rewrite"),
+        source=p["source"],
+    )
+    runtime = {k: tuple(v["values"]) for k, v in data.get("runtime_choices", {}).items()}
+    return VllmCatalog(
+        version=data["vllm_version"],
+        wheel=data["wheel"],
+        wheel_sha256=data["wheel_sha256"],
+        positionals=tuple(data["positionals"]),
+        flags=flags,
+        speculative_config=spec_config,
+        removed_flags=tuple(data["removed_flags"]),
+        parser=parser,
+        runtime_choices=MappingProxyType(runtime),
+        notes=tuple(data.get("notes", ())),
+    )
+
+
+@lru_cache(maxsize=None)
+def load_catalog(version: str) -> VllmCatalog:
+    """Load the catalog for `version` (e.g. "0.16.0")."""
+    path = CATALOG_DIR / f"vllm-{version}.json"
+    if not _FILE_RE.match(path.name) or not path.is_file():
+        available = ", ".join(available_versions()) or "none"
+        raise UnknownVllmVersion(f"no vLLM catalog for version {version!r}; available: {available}")
+    with path.open(encoding="utf-8") as fh:
+        return _parse(json.load(fh))
+
+
+def _default_version() -> str:
+    versions = available_versions()
+    return versions[-1] if versions else ""
+
+
+DEFAULT_VLLM_VERSION: str = _default_version()
+"""Newest version with a catalog: what an unpinned unit is linted against."""

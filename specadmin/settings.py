@@ -1,0 +1,117 @@
+"""specadmin settings: everything comes from the environment, with an embedded default.
+
+The default install is one machine: SQLite (WAL, IMMEDIATE transactions) and django-q2's
+ORM broker. `DATABASE_URL` switches to PostgreSQL (or another SQLite file) and `REDIS_URL`
+switches the job broker to Redis for several `qcluster` workers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from specadmin.env import envbool, envint, envsecret, envstr
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(envstr("SPECADMIN_VAR_DIR", str(BASE_DIR / "var")))
+
+SECRET_KEY = envsecret("SECRET_KEY", "dev-only-insecure-key-change-me")
+DEBUG = envbool("DEBUG", False)
+ALLOWED_HOSTS = [h for h in envstr("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_q",
+    "linting",
+    "units",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "specadmin.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "specadmin.wsgi.application"
+
+
+def _database() -> dict:
+    url = envstr("DATABASE_URL", f"sqlite:///{VAR_DIR / 'specadmin.sqlite3'}")
+    config = dj_database_url.parse(url, conn_max_age=envint("DB_CONN_MAX_AGE", 0))
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        # Several qcluster workers write at once: IMMEDIATE transactions take the write lock
+        # up front (no deadlock-prone lock upgrades), WAL lets readers proceed, and the busy
+        # timeout waits instead of failing with "database is locked".
+        config["OPTIONS"] = {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    return config
+
+
+DATABASES = {"default": _database()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+
+_REDIS_URL = envstr("REDIS_URL", "")
+Q_CLUSTER: dict = {
+    "name": "specadmin",
+    "workers": envint("Q_WORKERS", 2),
+    # django-q2 requires retry > timeout, or a slow task is handed to a second worker.
+    "timeout": envint("Q_TIMEOUT", 3600),
+    "retry": envint("Q_RETRY", 3700),
+    "max_attempts": 1,
+    "catch_up": False,
+}
+if _REDIS_URL:
+    Q_CLUSTER["redis"] = _REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,754 @@
+"""Boot throwaway systemd + sshd test hosts with systemd-nspawn on a tmpfs-backed overlay.
+
+Why an overlay of a real root: the product talks to hosts over SSH and drives systemd; only a
+real systemd (journal, daemon-reload, Exec expansion) shows what production will do. Booting
+systemd on the machine's own root would run tmpfiles cleanup on the real /tmp, so every boot
+happens on an overlay whose upper layer is a tmpfs we own and throw away (see
+/work/shared/TESTHOST.md).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+BASE_PARENT = Path("/var/tmp")
+BASE_PREFIX = "specadmin-testhost."
+STATE_FILE = Path("/var/tmp/specadmin-testhost-state.json")
+LOOPBACK = "127.0.0.1"
+FIRST_SSH_PORT = 2222
+
+# Units of this machine that would fight the real ones for ports/files (the container shares
+# the machine's network namespace), or that could reconfigure the shared network.
+MASKED_UNITS = (
+    "postgresql.service",
+    "redis-server.service",
+    "redis.service",
+    "rabbitmq-server.service",
+    "epmd.service",
+    "epmd.socket",
+    "mariadb.service",
+    "mysql.service",
+    "mosquitto.service",
+    "nats-server.service",
+    "cron.service",
+    "systemd-networkd.service",
+    "systemd-networkd.socket",
+    "systemd-networkd-wait-online.service",
+    "systemd-resolved.service",
+    "systemd-timesyncd.service",
+    "apt-daily.timer",
+    "apt-daily-upgrade.timer",
+    "man-db.timer",
+    "e2scrub_all.timer",
+    "fstrim.timer",
+    "dpkg-db-backup.timer",
+    "logrotate.timer",
+)
+
+
+class TestHostError(RuntimeError):
+    """A test host could not be booted or reached; the message carries the console tail."""
+
+
+def _run(argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    kwargs.setdefault("text", True)
+    kwargs.setdefault("capture_output", True)
+    return subprocess.run(list(argv), **kwargs)
+
+
+@dataclass
+class TestHost:
+    """One booted host: connection details plus helpers that tests call."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    name: str
+    port: int
+    base: str
+    lower: str
+    key_path: str
+    host_key: str
+    nspawn_pid: int
+    owner_pid: int
+    user: str = "root"
+    host: str = LOOPBACK
+    leader_pid: int = 0
+    boot_seconds: float = 0.0
+    python: str = "/usr/bin/python3"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    # -- paths -------------------------------------------------------------------------
+    @property
+    def root(self) -> Path:
+        """The overlay mount the container boots from (writable, thrown away at teardown)."""
+        return Path(self.base) / "root"
+
+    @property
+    def known_hosts(self) -> Path:
+        return Path(self.base) / "known_hosts"
+
+    @property
+    def console_log(self) -> Path:
+        return Path(self.base) / "console.log"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["root"] = str(self.root)
+        data["known_hosts"] = str(self.known_hosts)
+        data["console_log"] = str(self.console_log)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TestHost:
+        names = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    # -- commands ----------------------------------------------------------------------
+    def ssh_options(self) -> list[str]:
+        """Options that pin the generated host key: a wrong key must be refused, not learned."""
+        return [
+            "-i",
+            self.key_path,
+            "-p",
+            str(self.port),
+            "-o",
+            f"UserKnownHostsFile={self.known_hosts}",
+            "-o",
+            "GlobalKnownHostsFile=/dev/null",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "ConnectTimeout=5",
+            "-o",
+            "LogLevel=ERROR",
+        ]
+
+    def ssh(
+        self,
+        argv: Sequence[str] | str,
+        *,
+        input: str | None = None,
+        timeout: float = 60,
+        check: bool = False,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run argv on the host via the ssh CLI; a list is quoted with shlex at this boundary."""
+        import shlex
+
+        remote = argv if isinstance(argv, str) else shlex.join(argv)
+        return _run(
+            ["ssh", *self.ssh_options(), f"{self.user}@{self.host}", "--", remote],
+            input=input,
+            timeout=timeout,
+            check=check,
+            stdin=None if input is not None else subprocess.DEVNULL,
+        )
+
+    def container_pid(self) -> int:
+        """PID (in our namespace) of the container's systemd, found once and cached."""
+        if self.leader_pid and _pid_alive(self.leader_pid):
+            return self.leader_pid
+        pid = _find_container_leader(self.nspawn_pid)
+        if pid is None:
+            raise TestHostError(
+                f"{self.name}: container init of nspawn {self.nspawn_pid} not found"
+            )
+        self.leader_pid = pid
+        return pid
+
+    def nsenter(
+        self,
+        argv: Sequence[str],
+        *,
+        input: str | None = None,
+        timeout: float = 60,
+        check: bool = False,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run argv inside all the container's namespaces, bypassing SSH (for setup/inspection)."""
+        return _run(
+            ["nsenter", "-t", str(self.container_pid()), "-a", "--", *argv],
+            input=input,
+            timeout=timeout,
+            check=check,
+            stdin=None if input is not None else subprocess.DEVNULL,
+        )
+
+    def write_file(self, path: str, text: str, mode: int = 0o644) -> None:
+        """Write a file inside the running container (its /run and /tmp are private mounts)."""
+        script = 'mkdir -p "$(dirname "$1")" && cat > "$1" && chmod "$2" "$1"'
+        self.nsenter(["sh", "-c", script, "sh", path, f"{mode:o}"], input=text, check=True)
+
+    def read_file(self, path: str) -> str:
+        return self.nsenter(["cat", path], check=True).stdout
+
+    def systemctl(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+        return self.nsenter(["systemctl", "--no-pager", *args], check=check)
+
+    def journal(self, unit: str, *, lines: int | None = None, output: str = "cat") -> str:
+        """The unit's journal as text (journald flushes asynchronously; callers may retry)."""
+        argv = ["journalctl", "--no-pager", "-u", unit, "-o", output]
+        if lines is not None:
+            argv += ["-n", str(lines)]
+        return self.nsenter(argv).stdout
+
+    def console_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.console_log.read_text(errors="replace")
+        except OSError:
+            return "(no console log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def stop(self, timeout: float = 20) -> None:
+        """Power off (SIGTERM to nspawn), SIGKILL if needed, unmount, remove; idempotent."""
+        _stop_processes(self.nspawn_pid, self.leader_pid, timeout)
+        _unmount_and_remove(Path(self.base))
+        _forget(self)
+
+
+# --------------------------------------------------------------------------------------
+# process helpers
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _ppid(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def _nspid_is_init(pid: int) -> bool:
+    """True for PID 1 of a nested PID namespace (the container's systemd)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    ids = line.split()[1:]
+                    return len(ids) > 1 and ids[-1] == "1"
+    except OSError:
+        pass
+    return False
+
+
+def _find_container_leader(nspawn_pid: int) -> int | None:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            pid = int(entry)
+            if _ppid(pid) == nspawn_pid and _nspid_is_init(pid):
+                return pid
+    return None
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def _wait_gone(pids: Iterable[int], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    pids = [p for p in pids if p > 0]
+    while time.monotonic() < deadline:
+        if not any(_pid_alive(p) for p in pids):
+            return True
+        time.sleep(0.1)
+    return not any(_pid_alive(p) for p in pids)
+
+
+def _reap_child(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _stop_processes(nspawn_pid: int, leader_pid: int, timeout: float) -> None:
+    """SIGTERM makes nspawn ask the container for a clean poweroff; SIGKILL is the fallback."""
+    if not leader_pid and _pid_alive(nspawn_pid):
+        leader_pid = _find_container_leader(nspawn_pid) or 0
+    if _pid_alive(nspawn_pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(nspawn_pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _pid_alive(nspawn_pid):
+            _reap_child(nspawn_pid)
+            time.sleep(0.1)
+    for pid in (leader_pid, nspawn_pid):
+        # Killing the container's PID 1 takes its whole PID namespace with it.
+        if _pid_alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    _wait_gone([leader_pid, nspawn_pid], 10)
+    _reap_child(nspawn_pid)
+
+
+# --------------------------------------------------------------------------------------
+# mounts
+
+
+def _mountpoints_under(prefix: str) -> list[str]:
+    """Mount points at or below prefix, deepest first (so they can be unmounted in order)."""
+    points: list[str] = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].encode().decode("unicode_escape")
+            if mp == prefix or mp.startswith(prefix.rstrip("/") + "/"):
+                points.append(mp)
+    return sorted(set(points), key=lambda p: p.count("/"), reverse=True)
+
+
+def _unmount_and_remove(base: Path) -> None:
+    for attempt in range(3):
+        points = _mountpoints_under(str(base))
+        if not points:
+            break
+        for mp in points:
+            if _run(["umount", mp]).returncode != 0 and attempt == 2:
+                _run(["umount", "-l", mp])
+        if attempt < 2 and _mountpoints_under(str(base)):
+            time.sleep(0.5)
+    if _mountpoints_under(str(base)):
+        raise TestHostError(f"could not unmount {base}: {_mountpoints_under(str(base))}")
+    shutil.rmtree(base, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------
+# registry of hosts owned by this process: teardown always runs
+
+
+_LIVE: dict[str, TestHost] = {}
+_LIVE_LOCK = threading.RLock()
+_HANDLERS_INSTALLED = False
+
+
+def _remember(host: TestHost) -> None:
+    with _LIVE_LOCK:
+        _LIVE[host.base] = host
+    _install_handlers()
+
+
+def _forget(host: TestHost) -> None:
+    with _LIVE_LOCK:
+        _LIVE.pop(host.base, None)
+
+
+def detach(host: TestHost) -> None:
+    """Hand a host over to the state file (CLI `up`): this process will not tear it down."""
+    _forget(host)
+    owner = Path(host.base) / "owner"
+    owner.write_text("detached\n")
+
+
+def stop_all() -> None:
+    """Tear down every host this process still owns (atexit and signal handlers)."""
+    with _LIVE_LOCK:
+        hosts = list(_LIVE.values())
+    for host in hosts:
+        with contextlib.suppress(Exception):
+            host.stop()
+
+
+def _install_handlers() -> None:
+    global _HANDLERS_INSTALLED
+    if _HANDLERS_INSTALLED:
+        return
+    _HANDLERS_INSTALLED = True
+    atexit.register(stop_all)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(sig)
+
+        def handler(signum: int, frame: Any, previous: Any = previous) -> None:
+            stop_all()
+            if callable(previous):
+                previous(signum, frame)
+            elif previous == signal.SIG_IGN:
+                return
+            else:
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+
+        signal.signal(sig, handler)
+
+
+# --------------------------------------------------------------------------------------
+# boot
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
+
+
+def _claimed_ports() -> set[int]:
+    """Ports promised to hosts that may not listen yet (other runs booting right now)."""
+    ports: set[int] = set()
+    for base in BASE_PARENT.glob(BASE_PREFIX + "*"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            ports.add(int(json.loads((base / "host.json").read_text())["port"]))
+    return ports
+
+
+_PORT_LOCK = threading.Lock()
+
+
+def pick_free_ports(
+    count: int, start: int = FIRST_SSH_PORT, avoid: Iterable[int] = ()
+) -> list[int]:
+    """The first `count` loopback ports from `start` that nobody listens on or has claimed."""
+    taken = _claimed_ports() | set(avoid)
+    ports: list[int] = []
+    port = start
+    while len(ports) < count:
+        if port > 65000:
+            raise TestHostError("no free loopback port")
+        if port not in taken and _port_free(port):
+            ports.append(port)
+        port += 1
+    return ports
+
+
+def _keygen(path: Path, comment: str) -> str:
+    _run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+        check=True,
+    )
+    return path.with_suffix(".pub").read_text().strip()
+
+
+def _find_python(root: Path) -> str | None:
+    for candidate in ("usr/bin/python3", "usr/local/bin/python3"):
+        if (root / candidate).exists():
+            return "/" + candidate
+    return None
+
+
+def _check_prerequisites(lower: Path) -> None:
+    if os.geteuid() != 0:
+        raise TestHostError("test hosts need root (mount, systemd-nspawn)")
+    if not shutil.which("systemd-nspawn"):
+        raise TestHostError("systemd-nspawn missing: apt-get install -y systemd-container")
+    if not (lower / "usr/sbin/sshd").exists():
+        raise TestHostError(f"{lower} has no /usr/sbin/sshd (install openssh-server there)")
+    if not any((lower / p).exists() for p in ("lib/systemd/systemd", "usr/lib/systemd/systemd")):
+        raise TestHostError(f"{lower} has no systemd")
+
+
+@dataclass
+class _Prepared:
+    host: TestHost
+    argv: list[str]
+
+
+def _prepare(
+    name: str,
+    port: int,
+    lower: Path,
+    install_doubles: bool,
+    gpu_count: int,
+    double_config: dict[str, Any] | None,
+    nspawn_args: Sequence[str],
+) -> _Prepared:
+    base = Path(tempfile.mkdtemp(prefix=BASE_PREFIX, dir=BASE_PARENT))
+    # Claim the port and record ownership first: reap_leftovers() relies on these files.
+    (base / "owner").write_text(f"{os.getpid()}\n")
+    (base / "host.json").write_text(json.dumps({"name": name, "port": port}))
+    up, root = base / "up", base / "root"
+    up.mkdir()
+    root.mkdir()
+    try:
+        _run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", str(up)], check=True)
+        (up / "u").mkdir()
+        (up / "w").mkdir()
+        opts = f"lowerdir={lower},upperdir={up / 'u'},workdir={up / 'w'}"
+        _run(["mount", "-t", "overlay", "overlay", "-o", opts, str(root)], check=True)
+    except subprocess.CalledProcessError as exc:
+        _unmount_and_remove(base)
+        raise TestHostError(f"mounting the overlay failed: {exc.stderr}") from exc
+
+    client_pub = _keygen(base / "client_key", f"specadmin-testhost-{name}")
+    host_pub = _keygen(base / "ssh_host_ed25519_key", f"root@{name}")
+    host_key = f"[{LOOPBACK}]:{port} {' '.join(host_pub.split()[:2])}"
+    (base / "known_hosts").write_text(host_key + "\n")
+
+    etc_ssh = root / "etc/ssh"
+    (etc_ssh / "sshd_config.d").mkdir(parents=True, exist_ok=True)
+    for old in etc_ssh.glob("ssh_host_*"):
+        old.unlink()
+    for suffix in ("", ".pub"):
+        target = etc_ssh / f"ssh_host_ed25519_key{suffix}"
+        shutil.copyfile(base / f"ssh_host_ed25519_key{suffix}", target)
+        target.chmod(0o600 if not suffix else 0o644)
+    # sshd keeps the first value it reads, and Debian includes sshd_config.d/ first.
+    (etc_ssh / "sshd_config.d/00-testhost.conf").write_text(
+        f"Port {port}\nListenAddress {LOOPBACK}\nPermitRootLogin prohibit-password\n"
+        "HostKey /etc/ssh/ssh_host_ed25519_key\nPasswordAuthentication no\nUseDNS no\n"
+    )
+    ssh_dir = root / "root/.ssh"
+    ssh_dir.mkdir(parents=True, exist_ok=True)
+    ssh_dir.chmod(0o700)
+    (ssh_dir / "authorized_keys").write_text(client_pub + "\n")
+    (ssh_dir / "authorized_keys").chmod(0o600)
+
+    units = root / "etc/systemd/system"
+    (units / "multi-user.target.wants").mkdir(parents=True, exist_ok=True)
+    for unit in MASKED_UNITS:
+        link = units / unit
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to("/dev/null")
+    ssh_want = units / "multi-user.target.wants/ssh.service"
+    if not ssh_want.is_symlink():
+        ssh_want.symlink_to("/lib/systemd/system/ssh.service")
+    (root / "etc/hostname").write_text(name + "\n")
+
+    argv = [
+        "systemd-nspawn",
+        f"--directory={root}",
+        "--register=no",
+        "--keep-unit",
+        "--boot",
+        f"--machine={name}",
+        "--console=pipe",
+    ]
+    python = _find_python(root)
+    if python is None:
+        # A minimal root (debootstrap minbase) has no python: lend ours, read-only, same path.
+        # Ours is built against an older glibc than the guests we boot, so it runs there.
+        prefix = Path(sys.base_prefix)
+        python = str(prefix / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}")
+        argv.append(f"--bind-ro={prefix}")
+    if install_doubles:
+        from .install import install_doubles as _install
+
+        argv += _install(root, python=python, gpu_count=gpu_count, config=double_config, name=name)
+    argv += list(nspawn_args)
+
+    host = TestHost(
+        name=name,
+        port=port,
+        base=str(base),
+        lower=str(lower),
+        key_path=str(base / "client_key"),
+        host_key=host_key,
+        nspawn_pid=0,
+        owner_pid=os.getpid(),
+        python=python,
+    )
+    return _Prepared(host=host, argv=argv)
+
+
+def _launch(prep: _Prepared) -> None:
+    host = prep.host
+    with open(host.console_log, "wb") as console:
+        proc = subprocess.Popen(
+            prep.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=console,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # our terminal's Ctrl-C goes to us; we tear down in order
+        )
+    host.nspawn_pid = proc.pid
+    (Path(host.base) / "host.json").write_text(json.dumps(host.to_json(), indent=2))
+    _remember(host)
+
+
+def _wait_running(host: TestHost, started: float, timeout: float) -> None:
+    deadline = started + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        if not _pid_alive(host.nspawn_pid):
+            raise TestHostError(
+                f"{host.name}: systemd-nspawn exited during boot\n--- console tail ---\n"
+                + host.console_tail()
+            )
+        try:
+            res = host.ssh(["systemctl", "is-system-running"], timeout=10)
+            last = (res.stdout + res.stderr).strip()
+            if res.stdout.strip() in ("running", "degraded"):
+                host.boot_seconds = round(time.monotonic() - started, 2)
+                with contextlib.suppress(TestHostError):
+                    host.container_pid()
+                (Path(host.base) / "host.json").write_text(json.dumps(host.to_json(), indent=2))
+                return
+        except subprocess.TimeoutExpired:
+            last = "ssh timed out"
+        time.sleep(0.25)
+    raise TestHostError(
+        f"{host.name}: not running|degraded after {timeout:.0f}s over ssh port {host.port} "
+        f"(last answer: {last!r})\n--- console tail ---\n{host.console_tail()}"
+    )
+
+
+def boot_hosts(
+    count: int = 1,
+    *,
+    lower: str | os.PathLike[str] = "/",
+    name_prefix: str = "gpuhost",
+    install_doubles: bool = True,
+    gpu_count: int = 8,
+    double_config: dict[str, Any] | None = None,
+    timeout: float = 120,
+    nspawn_args: Sequence[str] = (),
+) -> list[TestHost]:
+    """Boot `count` hosts in parallel; on any failure every host of this call is torn down."""
+    lower_path = Path(lower).resolve()
+    _check_prerequisites(lower_path)
+    prepared: list[_Prepared] = []
+    try:
+        with _PORT_LOCK:
+            ports = pick_free_ports(count)
+            suffix = os.urandom(2).hex()
+            for i, port in enumerate(ports):
+                name = f"{name_prefix}{i + 1}-{suffix}" if count > 1 else f"{name_prefix}-{suffix}"
+                prepared.append(
+                    _prepare(
+                        name,
+                        port,
+                        lower_path,
+                        install_doubles,
+                        gpu_count,
+                        double_config,
+                        nspawn_args,
+                    )
+                )
+        started = time.monotonic()
+        for prep in prepared:
+            _launch(prep)
+        with ThreadPoolExecutor(max_workers=count) as pool:
+            futures = [pool.submit(_wait_running, p.host, started, timeout) for p in prepared]
+            for fut in futures:
+                fut.result()
+    except BaseException:
+        for prep in prepared:
+            with contextlib.suppress(Exception):
+                if prep.host.nspawn_pid:
+                    prep.host.stop()
+                else:
+                    _unmount_and_remove(Path(prep.host.base))
+        raise
+    return [p.host for p in prepared]
+
+
+def boot_host(**kwargs: Any) -> TestHost:
+    """Boot one host (see boot_hosts)."""
+    return boot_hosts(1, **kwargs)[0]
+
+
+# --------------------------------------------------------------------------------------
+# leftovers from crashed runs
+
+
+@dataclass
+class Leftover:
+    base: str
+    owner: str
+    mounts: list[str]
+    pids: list[int]
+
+
+def _nspawn_pids_for(base: str) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        argv = _cmdline(int(entry))
+        if (
+            argv
+            and os.path.basename(argv[0]) == "systemd-nspawn"
+            and f"--directory={base}/root" in argv
+        ):
+            pids.append(int(entry))
+    return pids
+
+
+def _state_bases() -> set[str]:
+    try:
+        return {h["base"] for h in json.loads(STATE_FILE.read_text())["hosts"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+
+
+def find_leftovers(*, owner_pid: int | None = None, include_live: bool = False) -> list[Leftover]:
+    """Test-host dirs with their mounts and nspawn processes.
+
+    owner_pid: only those created by that process. Otherwise only stale ones: the owner
+    process is gone and the host is not a detached CLI host in the state file, unless
+    include_live.
+    """
+    found: list[Leftover] = []
+    managed = _state_bases()
+    bases = {str(p) for p in BASE_PARENT.glob(BASE_PREFIX + "*") if p.is_dir()}
+    bases |= {
+        str(Path(mp).parent)
+        for mp in _mountpoints_under(str(BASE_PARENT))
+        if Path(mp).name in ("root", "up") and Path(mp).parent.name.startswith(BASE_PREFIX)
+    }
+    for base in sorted(bases):
+        try:
+            owner = (Path(base) / "owner").read_text().strip()
+        except OSError:
+            owner = "unknown"
+        if owner_pid is not None:
+            if owner != str(owner_pid):
+                continue
+        elif not include_live:
+            if owner == "detached" and base in managed:
+                continue
+            if owner.isdigit() and int(owner) != os.getpid() and _pid_alive(int(owner)):
+                continue
+            if owner.isdigit() and int(owner) == os.getpid():
+                with _LIVE_LOCK:
+                    if base in _LIVE:
+                        continue
+        mounts = _mountpoints_under(base)
+        pids = _nspawn_pids_for(base)
+        found.append(Leftover(base=base, owner=owner, mounts=mounts, pids=pids))
+    return found
+
+
+def reap_leftovers(*, include_live: bool = False) -> list[Leftover]:
+    """Stop, unmount and remove stale test hosts (crashed runs); returns what it cleaned."""
+    cleaned = find_leftovers(include_live=include_live)
+    for left in cleaned:
+        for pid in left.pids:
+            _stop_processes(pid, 0, 15)
+        _unmount_and_remove(Path(left.base))
+    return cleaned

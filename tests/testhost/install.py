@@ -1,0 +1,83 @@
+"""Copy the GPU/vLLM test doubles into a test host's overlay before it boots.
+
+Layout inside the host (all of it clearly a double, never product code):
+  /usr/local/lib/gpu-double/doubles/*.py   the double modules (package `doubles`)
+  /usr/local/bin/nvidia-smi, /usr/local/bin/vllm   sh wrappers running them
+  /etc/gpu-double/config.json              GPU count/model, vLLM double knobs
+The vLLM flag catalogs are bind-mounted read-only at their checkout path, so the double
+reads exactly what the generator committed, live.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+DOUBLES_SRC = Path(__file__).resolve().parent.parent / "doubles"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CATALOG_DIR = REPO_ROOT / "linting/vllm/catalogs"
+FIXTURE_CATALOG_DIR = DOUBLES_SRC / "fixtures"
+HOST_LIB = "/usr/local/lib/gpu-double"
+HOST_CONFIG = "/etc/gpu-double/config.json"
+
+_WRAPPER = """#!/bin/sh
+# TEST DOUBLE installed by specadmin tests/testhost: not the real {tool}.
+PYTHONPATH={lib} exec {python} -m doubles.{module} "$@"
+"""
+
+
+def double_config(
+    *,
+    name: str,
+    gpu_count: int = 8,
+    catalog_dirs: list[str] | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The host's /etc/gpu-double/config.json; `overrides` is merged one level deep."""
+    config: dict[str, Any] = {
+        "gpu_count": gpu_count,
+        "name": "NVIDIA H200",
+        "memory_total_mib": 143771,
+        "uuid_seed": name,
+        "state_dir": "/run/gpu-double",
+        "vllm": {"catalog_dirs": catalog_dirs or [str(CATALOG_DIR)]},
+    }
+    for key, value in (overrides or {}).items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            config[key] = config[key] | value
+        else:
+            config[key] = value
+    return config
+
+
+def install_doubles(
+    root: Path,
+    *,
+    python: str,
+    name: str,
+    gpu_count: int = 8,
+    config: dict[str, Any] | None = None,
+) -> list[str]:
+    """Install into the overlay at `root`; returns extra systemd-nspawn arguments."""
+    lib = root / HOST_LIB.lstrip("/") / "doubles"
+    lib.mkdir(parents=True, exist_ok=True)
+    for src in DOUBLES_SRC.glob("*.py"):
+        shutil.copyfile(src, lib / src.name)
+    if FIXTURE_CATALOG_DIR.is_dir():
+        shutil.copytree(FIXTURE_CATALOG_DIR, lib / "fixtures", dirs_exist_ok=True)
+    bin_dir = root / "usr/local/bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for tool, module in (("nvidia-smi", "nvidia_smi_double"), ("vllm", "vllm_double")):
+        path = bin_dir / tool
+        path.write_text(_WRAPPER.format(tool=tool, lib=HOST_LIB, python=python, module=module))
+        path.chmod(0o755)
+    cfg = double_config(name=name, gpu_count=gpu_count, overrides=config)
+    cfg_path = root / HOST_CONFIG.lstrip("/")
+    cfg_path.parent.mkdir(parents=True, exist_ok=True)
+    cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
+    args = []
+    if CATALOG_DIR.is_dir():
+        args.append(f"--bind-ro={CATALOG_DIR}")
+    return args
