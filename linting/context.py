@@ -151,10 +151,25 @@ class UnitContext:
                         "ConfigurationDirectory": "/etc"}[kind]
                 names = [w for a in dirs for w in a.value.text.split()]
                 env[var] = ":".join(f"{base}/{n.split(':')[0]}" for n in names)
+        term = self._term()
+        if term:
+            env["TERM"] = term
         if self.unit.last_value("Service", "Type") in ("notify", "notify-reload"):
             env["NOTIFY_SOCKET"] = "/run/systemd/notify"
         env.update({name: var.value for name, var in self.environment.items()})
         return env
+
+    def _term(self) -> str | None:
+        """exec.c `exec_context_needs_term()`: TERM is set for services on a terminal;
+        `default_term_for_tty()` gives "linux" on virtual consoles, "vt220" elsewhere."""
+        tty = self.unit.last_value("Service", "TTYPath")
+        streams = [self.unit.last_value("Service", k) or "" for k in
+                   ("StandardInput", "StandardOutput", "StandardError")]
+        if not tty and not any(s.startswith("tty") for s in streams):
+            return None
+        tty = tty or "/dev/console"
+        name = tty.removeprefix("/dev/")
+        return "linux" if name.startswith("tty") and name[3:4].isdigit() else "vt220"
 
     @cached_property
     def exec_lines(self) -> list[tuple[str, Assignment, ExecLine]]:

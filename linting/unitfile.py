@@ -92,9 +92,18 @@ class UnitFile:
     disabled: dict[tuple[str, int], set[str]] = field(default_factory=dict)
 
     @property
+    def is_dropin_only(self) -> bool:
+        """A lone drop-in (`NAME.service.d/x.conf`) linted without its unit."""
+        return self.name.endswith(".conf")
+
+    @property
     def unit_type(self) -> str:
-        """`service`, `socket`, ... from the file name (`vllm.service` → `service`)."""
-        suffix = self.name.rsplit(".", 1)[-1] if "." in self.name else ""
+        """`service`, `socket`, ... from the file name (`vllm.service` → `service`); a lone
+        drop-in takes the type of its directory (`vllm.service.d/x.conf`)."""
+        name = self.name
+        if self.is_dropin_only:
+            name = Path(self.path).parent.name.removesuffix(".d")
+        suffix = name.rsplit(".", 1)[-1] if "." in name else ""
         return suffix or "service"
 
     def get_all(self, section: str, key: str) -> list[Assignment]:

