@@ -69,13 +69,22 @@ def main(argv: Sequence[str] | None = None, rules: list[Rule] | None = None) -> 
     if args.check:
         stale = stale_files(args.out, expected)
         for name in stale:
-            print(f"{args.out / name}: out of date", file=sys.stderr)
+            print(f"{_shown(args.out / name)}: out of date", file=sys.stderr)
         if stale:
             print("run tools/gen_rule_docs.py to regenerate", file=sys.stderr)
         return 1 if stale else 0
     for name in write(args.out, expected):
-        print(f"wrote {args.out / name}" if name in expected else f"removed {args.out / name}")
+        verb = "wrote" if name in expected else "removed"
+        print(f"{verb} {_shown(args.out / name)}")
     return 0
+
+
+def _shown(path: Path) -> Path:
+    """Paths inside the checkout are printed relative to it, as CI logs show them."""
+    try:
+        return path.resolve().relative_to(ROOT)
+    except ValueError:
+        return path
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from linting.spans import Span
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "lintunits"
-# Where the rule pages are published; the lead sets the project's real address here.
+# The project's public page (SARIF requires an absolute URI); set to the real address.
 INFORMATION_URI = "https://github.com/specadmin/specadmin/tree/main/docs/rules"
 SHELLCHECK_WIKI = "https://www.shellcheck.net/wiki/"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -59,7 +59,6 @@ def rule_descriptor(rule: Rule) -> dict[str, Any]:
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.doc.get("What it does", rule.summary)},
-        "helpUri": f"{INFORMATION_URI}/{rule.code}.md",
         "help": {"text": sections_text(rule), "markdown": sections_markdown(rule)},
         "defaultConfiguration": {"level": LEVELS[rule.severity]},
         "properties": {"tags": [rule.family]},

