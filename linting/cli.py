@@ -104,14 +104,15 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO, prog: str = "lintun
     parser = build_parser(prog)
     args = parser.parse_args(list(argv))
     from linting.rules.docs import explain, list_rules_json, list_rules_text
-    from linting.rules.registry import all_rules, get_rule
+    from linting.rules.registry import all_rules
 
     if args.explain:
-        rule = get_rule(args.explain)
-        if rule is None:
+        try:
+            text = explain(args.explain)
+        except LookupError:
             stderr.write(f"{prog}: error: unknown rule code {args.explain!r} (see --list-rules)\n")
             return EXIT_USAGE
-        stdout.write(explain(rule.code) + "\n")
+        stdout.write(text + "\n")
         return EXIT_OK
     if args.list_rules:
         fmt = args.format or "text"

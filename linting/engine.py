@@ -86,7 +86,7 @@ def lint_text(text: str, name: str = "unit.service", options: LintOptions | None
 
 
 def lint_units(units: list[UnitFile], options: LintOptions) -> Report:
-    rules = [r for r in all_rules() if selected(r.code, options.select, options.ignore)]
+    rules = [r for r in all_rules() if _active(r.code, options)]
     contexts = [UnitContext(u, options) for u in units]
     for ctx in contexts:
         for rule in rules:
@@ -115,6 +115,15 @@ def lint_units(units: list[UnitFile], options: LintOptions) -> Report:
     for fr in report.files:
         fr.findings.sort(key=lambda f: f.sort_key)
     return report
+
+
+def _active(code: str, options: LintOptions) -> bool:
+    """Is a rule on? The ShellCheck runner ("SC") is on whenever any SC code may be."""
+    if code == "SC":
+        if not options.select:
+            return not any(p.upper() == "SC" for p in options.ignore)
+        return any(p.upper().startswith("SC") or p.upper() == "ALL" for p in options.select)
+    return selected(code, options.select, options.ignore)
 
 
 def _owner(finding: Finding, by_path: dict[str, FileReport]) -> FileReport:

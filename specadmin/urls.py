@@ -3,7 +3,10 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from specadmin import views
+
 urlpatterns = [
+    path("", views.home, name="home"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
 ]

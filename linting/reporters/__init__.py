@@ -8,6 +8,10 @@ findings with the same spans.
 from __future__ import annotations
 
 from linting.report import Report
+from linting.reporters.github import render_github
+from linting.reporters.json_report import render_json
+from linting.reporters.sarif import render_sarif
+from linting.reporters.text import render_text
 from linting.rules.registry import Rule
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -26,19 +30,11 @@ def render(
     SARIF describes (default: every registered rule).
     """
     if fmt == "text":
-        from linting.reporters.text import render_text
-
         return render_text(report, show_argv=show_argv)
     if fmt == "json":
-        from linting.reporters.json_report import render_json
-
         return render_json(report)
     if fmt == "sarif":
-        from linting.reporters.sarif import render_sarif
-
         return render_sarif(report, rules)
     if fmt == "github":
-        from linting.reporters.github import render_github
-
         return render_github(report)
     raise ValueError(f"unknown format {fmt!r} (use {', '.join(FORMATS)})")

@@ -9,29 +9,25 @@ rule (`ruleIndex`), so a descriptor is made for each one that occurs, linking to
 from __future__ import annotations
 
 import json
-import re
 from pathlib import PurePath, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
 from linting.findings import Finding, Fix, Severity
 from linting.report import Report
-from linting.rules.registry import Rule
+from linting.rules.docs import SHELLCHECK_WIKI, is_shellcheck_code, sections_markdown, sections_text
+from linting.rules.registry import Rule, all_rules
 from linting.spans import Span
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "lintunits"
 # The project's public page (SARIF requires an absolute URI); set to the real address.
 INFORMATION_URI = "https://github.com/specadmin/specadmin/tree/main/docs/rules"
-SHELLCHECK_WIKI = "https://www.shellcheck.net/wiki/"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
-_SHELLCHECK_CODE = re.compile(r"SC\d+")
 
 
 def render_sarif(report: Report, rules: list[Rule] | None = None) -> str:
     if rules is None:
-        from linting.rules.registry import all_rules
-
         rules = all_rules()
     descriptors = [rule_descriptor(rule) for rule in rules]
     index = {rule.code: i for i, rule in enumerate(rules)}
@@ -52,8 +48,6 @@ def render_sarif(report: Report, rules: list[Rule] | None = None) -> str:
 
 
 def rule_descriptor(rule: Rule) -> dict[str, Any]:
-    from linting.rules.docs import sections_markdown, sections_text
-
     return {
         "id": rule.code,
         "name": rule.name,
@@ -73,7 +67,7 @@ def external_descriptor(finding: Finding) -> dict[str, Any]:
         "shortDescription": {"text": finding.name},
         "defaultConfiguration": {"level": LEVELS[finding.severity]},
     }
-    if _SHELLCHECK_CODE.fullmatch(finding.code):
+    if is_shellcheck_code(finding.code):
         descriptor["shortDescription"] = {"text": f"ShellCheck {finding.code}: {finding.name}"}
         descriptor["helpUri"] = SHELLCHECK_WIKI + finding.code
         descriptor["properties"] = {"tags": ["SC"]}

@@ -25,6 +25,11 @@ FAMILY_NOTES = {
 }
 
 
+def is_shellcheck_code(code: str) -> bool:
+    """ShellCheck's own codes are reported as-is and are not in our catalog."""
+    return re.fullmatch(r"SC\d+", code) is not None
+
+
 def ordered_sections(rule: Rule) -> list[tuple[str, str]]:
     """The four standard sections first, in their fixed order, then any extra ones."""
     names = [s for s in DOC_SECTIONS if s in rule.doc]
@@ -55,7 +60,7 @@ def explain(code: str) -> str:
     rule = get_rule(code)
     if rule is None:
         code = code.strip().upper()
-        if re.fullmatch(r"SC\d+", code):
+        if is_shellcheck_code(code):
             return (
                 f"{code} is a ShellCheck code, reported for shell scripts embedded in Exec "
                 f"lines.\nSee {SHELLCHECK_WIKI}{code}"

@@ -1,0 +1,86 @@
+"""SC: ShellCheck on the scripts of `bash|sh|dash|ksh -c SCRIPT` commands, as the shell
+receives them, with positions mapped back into the unit file (hadolint's approach)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from linting.context import RunContext, UnitContext, shell_script
+from linting.findings import Finding, Severity
+from linting.rules.registry import register
+
+_LEVELS = {
+    "error": Severity.ERROR,
+    "warning": Severity.WARNING,
+    "info": Severity.INFO,
+    "style": Severity.INFO,
+}
+
+
+@register(
+    "SC",
+    "shellcheck",
+    Severity.WARNING,
+    per_run=True,
+    doc="""
+    ShellCheck's findings (`SC####`) in scripts embedded in Exec lines.
+
+    What it does:
+    For every `bash|sh|dash|ksh … -c SCRIPT` command, runs ShellCheck on SCRIPT exactly as
+    the shell receives it (after systemd's unquoting, escapes, `%` specifiers and `$`
+    substitution), with the unit's `Environment=` names declared, and reports ShellCheck's
+    own codes at the right place in the unit file. ShellCheck levels map to severities:
+    error → error, warning → warning, info/style → info. All scripts of a run are checked
+    in one ShellCheck process.
+
+    Why is this bad?
+    A pre-start check that is wrong in the shell fails or, worse, passes when it should
+    not; the unit file hides it inside one long quoted line.
+
+    Example:
+    ```ini
+    ExecStartPre=/bin/bash -c 'for pid in $$(pgrep -f vllm); do kill $$pid; done'
+    ```
+
+    Use instead:
+    ```ini
+    ExecStartPre=/bin/bash -c 'pgrep -f vllm | xargs -r kill'
+    ```
+    See https://www.shellcheck.net/wiki/ for each code.
+    """,
+)
+def check_shell_scripts(run: RunContext) -> Iterator[Finding]:
+    if not run.options.shellcheck:
+        return iter(())
+    from linting.shell.shellcheck import ShellCheckUnavailable, ShellScript, check_scripts
+
+    jobs: list[tuple[UnitContext, str, ShellScript]] = []
+    for ctx in run.units:
+        exported = tuple(sorted(ctx.environment))
+        for cmd in ctx.commands:
+            found = shell_script(cmd)
+            if found is None:
+                continue
+            shell, arg = found
+            jobs.append((ctx, cmd.assignment.path, ShellScript(arg.value, shell.dialect, exported)))
+    if not jobs:
+        return iter(())
+    try:
+        results = check_scripts([job[2] for job in jobs])
+    except ShellCheckUnavailable as exc:
+        ctx, path, _ = jobs[0]
+        ctx.add("SC", ctx.unit.headers[0].span if ctx.unit.headers else jobs[0][2].text.span(),
+                f"ShellCheck is not available, embedded scripts were not checked: {exc}",
+                path=path, severity=Severity.INFO, name="shellcheck-unavailable")
+        return iter(())
+    for (ctx, path, _script), findings in zip(jobs, results, strict=True):
+        for f in findings:
+            ctx.add(
+                f.code,
+                f.span,
+                f"{f.message} (ShellCheck, script line {f.script_line})",
+                path=path,
+                severity=_LEVELS.get(f.level, Severity.INFO),
+                name="shellcheck",
+            )
+    return iter(())
