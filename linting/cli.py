@@ -37,24 +37,56 @@ def build_parser(prog: str = "lintunits") -> argparse.ArgumentParser:
         prog=prog,
         description="Lint systemd units that run vLLM: what systemd and vLLM would really do.",
     )
-    p.add_argument("paths", nargs="*", metavar="PATH|DIR|GLOB|-",
-                   help="unit files, directories, globs, or - for standard input")
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH|DIR|GLOB|-",
+        help="unit files, directories, globs, or - for standard input",
+    )
     p.add_argument("--format", choices=FORMATS, default=None, help="report format (text)")
-    p.add_argument("--systemd-version", type=int, default=None, metavar="N",
-                   help="systemd version to model (default 252)")
-    p.add_argument("--vllm-version", default=None, metavar="X.Y.Z",
-                   help="vLLM version to model (default: newest catalog)")
-    p.add_argument("--select", action="append", default=None, metavar="CODES",
-                   help="only these rule codes or prefixes (comma-separated)")
-    p.add_argument("--ignore", action="append", default=None, metavar="CODES",
-                   help="skip these rule codes or prefixes (comma-separated)")
-    p.add_argument("--fail-on", choices=("error", "warning", "info"), default=None,
-                   help="lowest severity that makes the exit code 1 (error)")
+    p.add_argument(
+        "--systemd-version",
+        type=int,
+        default=None,
+        metavar="N",
+        help="systemd version to model (default 252)",
+    )
+    p.add_argument(
+        "--vllm-version",
+        default=None,
+        metavar="X.Y.Z",
+        help="vLLM version to model (default: newest catalog)",
+    )
+    p.add_argument(
+        "--select",
+        action="append",
+        default=None,
+        metavar="CODES",
+        help="only these rule codes or prefixes (comma-separated)",
+    )
+    p.add_argument(
+        "--ignore",
+        action="append",
+        default=None,
+        metavar="CODES",
+        help="skip these rule codes or prefixes (comma-separated)",
+    )
+    p.add_argument(
+        "--fail-on",
+        choices=("error", "warning", "info"),
+        default=None,
+        help="lowest severity that makes the exit code 1 (error)",
+    )
     p.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     p.add_argument("--diff", action="store_true", help="print safe fixes as a diff, change nothing")
-    p.add_argument("--show-argv", action="store_true",
-                   help="print the exact argv systemd passes for every Exec command")
-    p.add_argument("--no-shellcheck", action="store_true", help="skip ShellCheck on bash -c scripts")
+    p.add_argument(
+        "--show-argv",
+        action="store_true",
+        help="print the exact argv systemd passes for every Exec command",
+    )
+    p.add_argument(
+        "--no-shellcheck", action="store_true", help="skip ShellCheck on bash -c scripts"
+    )
     p.add_argument("--list-rules", action="store_true", help="list every rule and exit")
     p.add_argument("--explain", metavar="CODE", help="explain one rule and exit")
     p.add_argument("--config", metavar="PYPROJECT", help="read [tool.lintunits] from this file")

@@ -137,18 +137,27 @@ class UnitContext:
         if key in MAINPID_KEYS:
             env["MAINPID"] = "<MAINPID>"
         if key in STOP_KEYS:
-            env.update(SERVICE_RESULT="<SERVICE_RESULT>", EXIT_CODE="<EXIT_CODE>",
-                       EXIT_STATUS="<EXIT_STATUS>")
-        for kind, var in (("RuntimeDirectory", "RUNTIME_DIRECTORY"),
-                          ("StateDirectory", "STATE_DIRECTORY"),
-                          ("CacheDirectory", "CACHE_DIRECTORY"),
-                          ("LogsDirectory", "LOGS_DIRECTORY"),
-                          ("ConfigurationDirectory", "CONFIGURATION_DIRECTORY")):
+            env.update(
+                SERVICE_RESULT="<SERVICE_RESULT>",
+                EXIT_CODE="<EXIT_CODE>",
+                EXIT_STATUS="<EXIT_STATUS>",
+            )
+        for kind, var in (
+            ("RuntimeDirectory", "RUNTIME_DIRECTORY"),
+            ("StateDirectory", "STATE_DIRECTORY"),
+            ("CacheDirectory", "CACHE_DIRECTORY"),
+            ("LogsDirectory", "LOGS_DIRECTORY"),
+            ("ConfigurationDirectory", "CONFIGURATION_DIRECTORY"),
+        ):
             dirs = self.unit.effective_list("Service", kind)
             if dirs:
-                base = {"RuntimeDirectory": "/run", "StateDirectory": "/var/lib",
-                        "CacheDirectory": "/var/cache", "LogsDirectory": "/var/log",
-                        "ConfigurationDirectory": "/etc"}[kind]
+                base = {
+                    "RuntimeDirectory": "/run",
+                    "StateDirectory": "/var/lib",
+                    "CacheDirectory": "/var/cache",
+                    "LogsDirectory": "/var/log",
+                    "ConfigurationDirectory": "/etc",
+                }[kind]
                 names = [w for a in dirs for w in a.value.text.split()]
                 env[var] = ":".join(f"{base}/{n.split(':')[0]}" for n in names)
         term = self._term()
@@ -163,8 +172,10 @@ class UnitContext:
         """exec.c `exec_context_needs_term()`: TERM is set for services on a terminal;
         `default_term_for_tty()` gives "linux" on virtual consoles, "vt220" elsewhere."""
         tty = self.unit.last_value("Service", "TTYPath")
-        streams = [self.unit.last_value("Service", k) or "" for k in
-                   ("StandardInput", "StandardOutput", "StandardError")]
+        streams = [
+            self.unit.last_value("Service", k) or ""
+            for k in ("StandardInput", "StandardOutput", "StandardError")
+        ]
         if not tty and not any(s.startswith("tty") for s in streams):
             return None
         tty = tty or "/dev/console"

@@ -14,8 +14,17 @@ from linting.rules.registry import all_rules, selected
 from linting.unitfile import UnitFile, parse_file, parse_text
 
 UNIT_SUFFIXES = (
-    ".service", ".socket", ".timer", ".target", ".path", ".mount", ".automount",
-    ".swap", ".slice", ".scope", ".device",
+    ".service",
+    ".socket",
+    ".timer",
+    ".target",
+    ".path",
+    ".mount",
+    ".automount",
+    ".swap",
+    ".slice",
+    ".scope",
+    ".device",
 )
 
 
@@ -35,7 +44,8 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[InputError]]:
         path = Path(raw)
         if path.is_dir():
             found = sorted(
-                str(p) for p in path.rglob("*")
+                str(p)
+                for p in path.rglob("*")
                 if _is_unit_file(p) and not p.parent.name.endswith(".d")
             )
             result.extend(found)
@@ -72,7 +82,9 @@ def lint_paths(paths: Iterable[str], options: LintOptions | None = None) -> Repo
         try:
             units.append(load_unit(path))
         except UnicodeDecodeError as exc:
-            errors.append(InputError(path, f"not a UTF-8 text file ({exc.reason} at byte {exc.start})"))
+            errors.append(
+                InputError(path, f"not a UTF-8 text file ({exc.reason} at byte {exc.start})")
+            )
         except OSError as exc:
             errors.append(InputError(path, exc.strerror or str(exc)))
     report = lint_units(units, options)

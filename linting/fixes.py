@@ -16,8 +16,10 @@ def apply_edits(text: str, edits: Iterable[Edit]) -> str:
     for edit in sorted(edits, key=lambda e: (e.span.start, e.span.end)):
         if edit.span.start.line != edit.span.end.line:
             continue
-        if chosen and chosen[-1].span.start.line == edit.span.start.line and (
-            edit.span.start.column < chosen[-1].span.end.column
+        if (
+            chosen
+            and chosen[-1].span.start.line == edit.span.start.line
+            and (edit.span.start.column < chosen[-1].span.end.column)
         ):
             continue
         chosen.append(edit)

@@ -261,6 +261,7 @@ def parse_file(path: Path, *, with_dropins: bool = True) -> UnitFile:
 def read_text(path: Path) -> str:
     data = path.read_bytes()
     if b"\x00" in data:
-        raise UnicodeDecodeError("utf-8", data, data.index(b"\x00"), data.index(b"\x00") + 1,
-                                 "NUL byte in unit file")
+        raise UnicodeDecodeError(
+            "utf-8", data, data.index(b"\x00"), data.index(b"\x00") + 1, "NUL byte in unit file"
+        )
     return data.decode("utf-8")

@@ -70,32 +70,29 @@ def _prefix_chars(version: int) -> str:
     return "-@:+!|" if version >= 258 else "-@:+!"
 
 
+def _accepts_prefix(c: str, prefixes: str, version: int) -> bool:
+    """One step of config_parse_exec()'s prefix loop: each prefix at most once, `+` and `!`
+    exclusive, a second `!` (`!!`) only before v258, `|` only from v258."""
+    if c in "-@:":
+        return c not in prefixes
+    if c == "|":
+        return version >= 258 and c not in prefixes
+    if c == "+":
+        return not any(p in prefixes for p in "+!")
+    if c == "!":
+        if "+" in prefixes:
+            return False
+        return "!" not in prefixes or (version < 258 and prefixes.count("!") == 1)
+    return False
+
+
 def _split_prefixes(word: str, version: int) -> tuple[str, str]:
-    """Mirror the prefix loop of config_parse_exec(): each prefix at most once, `!!` only
-    before v258, `+` and `!` exclusive."""
     prefixes = ""
-    i = 0
-    while i < len(word):
-        c = word[i]
-        if c == "-" and "-" not in prefixes:
-            pass
-        elif c == "@" and "@" not in prefixes:
-            pass
-        elif c == ":" and ":" not in prefixes:
-            pass
-        elif c == "|" and version >= 258 and "|" not in prefixes:
-            pass
-        elif c == "+" and not any(p in prefixes for p in "+!"):
-            pass
-        elif c == "!" and not any(p in prefixes for p in "+!"):
-            pass
-        elif c == "!" and version < 258 and prefixes.count("!") == 1 and "+" not in prefixes:
-            pass
-        else:
+    for c in word:
+        if not _accepts_prefix(c, prefixes, version):
             break
         prefixes += c
-        i += 1
-    return prefixes, word[i:]
+    return prefixes, word[len(prefixes) :]
 
 
 def _string_is_safe(path: str) -> bool:
@@ -111,7 +108,6 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
     line = ExecLine(value, [], [])
     text = value.text
     pos = 0
-    whole = value.span()
 
     def fail(kind: str, message: str, span: Span, ignore: bool, **data: object) -> None:
         line.problems.append(ExecProblem(kind, message, span, fatal=not ignore, data=dict(data)))
@@ -125,8 +121,12 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
             first, pos = extract_first_word(value, pos)
         except ExtractError as exc:
             # config_parse_exec: `if (r <= 0) return 0;` — logged, the rest is dropped.
-            fail("unbalanced-quote", "Unbalanced quoting", value.span(exc.offset, exc.offset + 1),
-                 True)
+            fail(
+                "unbalanced-quote",
+                "Unbalanced quoting",
+                value.span(exc.offset, exc.offset + 1),
+                True,
+            )
             return line
         if first is None:
             return line
@@ -134,19 +134,28 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
         if first.value.text == ";":
             if version >= 257:
                 line.problems.append(
-                    ExecProblem("semicolon", "';' as a command separator is deprecated",
-                                value.span(first.start, first.end), fatal=False)
+                    ExecProblem(
+                        "semicolon",
+                        "';' as a command separator is deprecated",
+                        value.span(first.start, first.end),
+                        fatal=False,
+                    )
                 )
             continue
-        prefixes, rest = _split_prefixes(first.value.text, version)
+        prefixes, _ = _split_prefixes(first.value.text, version)
         ignore = "-" in prefixes
-        first_rest = first.value[len(prefixes):]
+        first_rest = first.value[len(prefixes) :]
         try:
             path_traced = resolve(first_rest, version, specifier_values)
         except SpecifierError as exc:
             at = first_rest.span(exc.use.offset, exc.use.offset + 2)
-            fail("unknown-specifier", f"unknown specifier '%{exc.use.letter}'", at, ignore,
-                 letter=exc.use.letter)
+            fail(
+                "unknown-specifier",
+                f"unknown specifier '%{exc.use.letter}'",
+                at,
+                ignore,
+                letter=exc.use.letter,
+            )
             return line
         path = path_traced.text
         word_span = value.span(first.start, first.end)
@@ -160,8 +169,12 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
             fail("directory-path", "Executable path specifies a directory", word_span, ignore)
             return line
         if not path.startswith("/") and not _filename_is_valid(path):
-            fail("relative-path", "Neither a valid executable name nor an absolute path",
-                 word_span, ignore)
+            fail(
+                "relative-path",
+                "Neither a valid executable name nor an absolute path",
+                word_span,
+                ignore,
+            )
             return line
         argv: list[Traced] = [] if "@" in prefixes else [path_traced]
         words = [Word(first_rest, first.start, first.end, first.unknown_escapes, first.quotes)]
@@ -175,11 +188,17 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
                 semicolon = True
                 if version >= 257:
                     line.problems.append(
-                        ExecProblem("semicolon", "';' as a command separator is deprecated",
-                                    value.span(sep_start, sep_start + 1), fatal=False)
+                        ExecProblem(
+                            "semicolon",
+                            "';' as a command separator is deprecated",
+                            value.span(sep_start, sep_start + 1),
+                            fatal=False,
+                        )
                     )
                 break
-            if text.startswith("\\;", pos) and (pos + 2 == len(text) or text[pos + 2] in WHITESPACE):
+            if text.startswith("\\;", pos) and (
+                pos + 2 == len(text) or text[pos + 2] in WHITESPACE
+            ):
                 start = pos
                 pos += 2
                 while pos < len(text) and text[pos] in WHITESPACE:
@@ -191,8 +210,12 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
             try:
                 word, pos = extract_first_word(value, pos)
             except ExtractError as exc:
-                fail("unbalanced-quote", "Unbalanced quoting",
-                     value.span(exc.offset, exc.offset + 1), ignore)
+                fail(
+                    "unbalanced-quote",
+                    "Unbalanced quoting",
+                    value.span(exc.offset, exc.offset + 1),
+                    ignore,
+                )
                 return line
             if word is None:
                 break
@@ -201,8 +224,13 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
                 resolved = resolve(word.value, version, specifier_values)
             except SpecifierError as exc:
                 at = word.value.span(exc.use.offset, exc.use.offset + 2)
-                fail("unknown-specifier", f"unknown specifier '%{exc.use.letter}'", at, ignore,
-                     letter=exc.use.letter)
+                fail(
+                    "unknown-specifier",
+                    f"unknown specifier '%{exc.use.letter}'",
+                    at,
+                    ignore,
+                    letter=exc.use.letter,
+                )
                 return line
             words.append(word)
             argv.append(resolved)
@@ -210,8 +238,13 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
             fail("empty-argv0", "Empty executable name or zeroeth argument", word_span, ignore)
             return line
         line.commands.append(
-            ExecCommand(prefixes, posixpath.normpath(path) if path.startswith("/") else path,
-                        words, argv, first.start)
+            ExecCommand(
+                prefixes,
+                posixpath.normpath(path) if path.startswith("/") else path,
+                words,
+                argv,
+                first.start,
+            )
         )
         if not semicolon:
             return line

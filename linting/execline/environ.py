@@ -49,8 +49,11 @@ def parse_environment(
                 word, pos = extract_first_word(a.value, pos)
             except ExtractError as exc:
                 problems.append(
-                    EnvProblem("unbalanced-quote", "Unbalanced quoting, ignoring",
-                               a.value.span(exc.offset, exc.offset + 1))
+                    EnvProblem(
+                        "unbalanced-quote",
+                        "Unbalanced quoting, ignoring",
+                        a.value.span(exc.offset, exc.offset + 1),
+                    )
                 )
                 break
             if word is None:
@@ -66,8 +69,11 @@ def parse_environment(
             name, eq, value = text.partition("=")
             if not eq or not is_valid_name(name):
                 problems.append(
-                    EnvProblem("invalid-assignment",
-                               f"Invalid environment assignment, ignoring: {text}", span)
+                    EnvProblem(
+                        "invalid-assignment",
+                        f"Invalid environment assignment, ignoring: {text}",
+                        span,
+                    )
                 )
                 continue
             env[name] = EnvVar(name, value, span, "Environment")
@@ -165,8 +171,9 @@ def load_environment_files(
         path_text = raw.text[1:] if optional else raw.text
         if not path_text.startswith("/"):
             problems.append(
-                EnvProblem("relative-path", f"Path '{path_text}' is not absolute, ignoring",
-                           raw.span())
+                EnvProblem(
+                    "relative-path", f"Path '{path_text}' is not absolute, ignoring", raw.span()
+                )
             )
             continue
         try:

@@ -65,7 +65,9 @@ def _extract(text: Traced, pos: int, relax: bool) -> tuple[Word | None, int]:
         if pos >= n:
             if quote:
                 raise ExtractError("Unbalanced quoting", quote_open)
-            return Word(Traced("".join(out), tuple(origins)), start, pos, tuple(unknown), tuple(quotes)), pos
+            return Word(
+                Traced("".join(out), tuple(origins)), start, pos, tuple(unknown), tuple(quotes)
+            ), pos
         c = s[pos]
         if c == "\\":
             if pos + 1 >= n:
@@ -111,7 +113,9 @@ def _extract(text: Traced, pos: int, relax: bool) -> tuple[Word | None, int]:
             end = pos
             while pos < n and s[pos] in WHITESPACE:
                 pos += 1
-            return Word(Traced("".join(out), tuple(origins)), start, end, tuple(unknown), tuple(quotes)), pos
+            return Word(
+                Traced("".join(out), tuple(origins)), start, end, tuple(unknown), tuple(quotes)
+            ), pos
         out.append(c)
         origins.append(text.origins[pos])
         pos += 1

@@ -17,9 +17,7 @@ _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _FOR_SEQ = re.compile(r"\bfor\s+\w+\s+in\s+\$\(\s*seq\s+(?:(-?\d+)\s+)?(?:(-?\d+)\s+)?(-?\d+)\s*\)")
 _FOR_BRACE = re.compile(r"\bfor\s+\w+\s+in\s+\{(-?\d+)\.\.(-?\d+)\}")
 _FOR_LIST = re.compile(r"\bfor\s+\w+\s+in\s+((?:\d+\s+)+)(?:;|\n)\s*do\b")
-_FOR_C = re.compile(
-    r"\bfor\s*\(\(\s*\w+\s*=\s*(-?\d+)\s*;\s*\w+\s*(<=|<)\s*(-?\d+)\s*;[^)]*\)\)"
-)
+_FOR_C = re.compile(r"\bfor\s*\(\(\s*\w+\s*=\s*(-?\d+)\s*;\s*\w+\s*(<=|<)\s*(-?\d+)\s*;[^)]*\)\)")
 _WHILE = re.compile(r"\b(while|until)\b(.*?)\bdo\b", re.S)
 _BOUND = re.compile(r"(?:-lt|-le|-gt|-ge|-eq|<=|>=|<|>)\s*\"?(\d+)\"?")
 _TIMEOUT = re.compile(r"(?<![\w-])timeout\s+(?:-\w+\s+\S+\s+)*(\d+(?:\.\d+)?)([smhd]?)\b")
@@ -79,7 +77,9 @@ def estimate_loops(script: str) -> list[LoopEstimate]:
     loops: list[LoopEstimate] = []
     for m in _FOR_SEQ.finditer(script):
         body, _, end = _body(script, m.end())
-        loops.append(LoopEstimate("for", m.start(), end, _seq_count(m.groups()), sleep_seconds(body)))
+        loops.append(
+            LoopEstimate("for", m.start(), end, _seq_count(m.groups()), sleep_seconds(body))
+        )
     for m in _FOR_BRACE.finditer(script):
         body, _, end = _body(script, m.end())
         count = abs(int(m.group(2)) - int(m.group(1))) + 1
@@ -98,8 +98,11 @@ def estimate_loops(script: str) -> list[LoopEstimate]:
             continue
         body, _, end = _body(script, m.start())
         condition = m.group(2)
-        bounds = [int(b) for b in _BOUND.findall(condition + "\n" + body)
-                  if re.search(r"\$\(\(|\(\(|\blet\b|\+\+|\+=|\+ *1", body)]
+        bounds = [
+            int(b)
+            for b in _BOUND.findall(condition + "\n" + body)
+            if re.search(r"\$\(\(|\(\(|\blet\b|\+\+|\+=|\+ *1", body)
+        ]
         iterations = max(bounds) if bounds else None
         loops.append(LoopEstimate(m.group(1), m.start(), end, iterations, sleep_seconds(body)))
     loops.sort(key=lambda loop: loop.start)

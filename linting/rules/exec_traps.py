@@ -20,9 +20,7 @@ _FOR = r"\bfor\s+{name}\s+in\b"
 def _script_defines(script: str, name: str) -> bool:
     """Does the shell script itself give `name` a value (so `${name}` was meant for it)?"""
     escaped = re.escape(name)
-    return any(
-        re.search(p.format(name=escaped), script) for p in (_ASSIGNED, _READ, _FOR)
-    )
+    return any(re.search(p.format(name=escaped), script) for p in (_ASSIGNED, _READ, _FOR))
 
 
 def _insert_at(ctx: UnitContext, pos: Pos, path: str, char: str, expect: str) -> Edit | None:
@@ -400,7 +398,7 @@ def check_nested_quotes(ctx: UnitContext) -> Iterator[Finding]:
                     ctx.add(
                         "EX206",
                         assignment.value.span(region.open, word.end),
-                        f"the {region.quote} before `{_shown(text[after:word.end], 40)}` closes "
+                        f"the {region.quote} before `{_shown(text[after : word.end], 40)}` closes "
                         f"the outer quote instead of opening an inner one; the quotes inside "
                         f"are dropped and the program receives {_shown(repr(received), 200)}",
                         path=assignment.path,

@@ -47,7 +47,11 @@ def _service_anchor(ctx: UnitContext) -> Span:
     for header in ctx.unit.headers:
         if header.name == "Service":
             return header.span
-    return ctx.unit.headers[0].span if ctx.unit.headers else Span.at(ctx.unit.assignments[0].key.origins[0])
+    return (
+        ctx.unit.headers[0].span
+        if ctx.unit.headers
+        else Span.at(ctx.unit.assignments[0].key.origins[0])
+    )
 
 
 @register(
@@ -198,7 +202,8 @@ def check_wait_loops(ctx: UnitContext) -> Iterator[Finding]:
             continue
         if timeout is not None and worst > timeout:
             detail = "; ".join(
-                f"{loop.iterations} × {loop.sleep_per_iteration:g} s" for loop in loops
+                f"{loop.iterations} × {loop.sleep_per_iteration:g} s"
+                for loop in loops
                 if loop.iterations is not None and loop.sleep_per_iteration
             )
             ctx.add(

@@ -55,7 +55,9 @@ def _parse_doc(doc: str) -> tuple[str, dict[str, str]]:
         if line.startswith("## ") or heading in DOC_SECTIONS:
             if current:
                 sections[current] = "\n".join(lines).strip("\n")
-            current = line.removeprefix("## ").strip().rstrip(":") if line.startswith("## ") else heading
+            current = (
+                line.removeprefix("## ").strip().rstrip(":") if line.startswith("## ") else heading
+            )
             lines = []
         else:
             lines.append(line)

@@ -69,9 +69,14 @@ def check_shell_scripts(run: RunContext) -> Iterator[Finding]:
         results = check_scripts([job[2] for job in jobs])
     except ShellCheckUnavailable as exc:
         ctx, path, _ = jobs[0]
-        ctx.add("SC", ctx.unit.headers[0].span if ctx.unit.headers else jobs[0][2].text.span(),
-                f"ShellCheck is not available, embedded scripts were not checked: {exc}",
-                path=path, severity=Severity.INFO, name="shellcheck-unavailable")
+        ctx.add(
+            "SC",
+            ctx.unit.headers[0].span if ctx.unit.headers else jobs[0][2].text.span(),
+            f"ShellCheck is not available, embedded scripts were not checked: {exc}",
+            path=path,
+            severity=Severity.INFO,
+            name="shellcheck-unavailable",
+        )
         return iter(())
     for (ctx, path, _script), findings in zip(jobs, results, strict=True):
         for f in findings:

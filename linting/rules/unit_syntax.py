@@ -62,8 +62,7 @@ def check_sections(ctx: UnitContext) -> Iterator[Finding]:
             "SD101",
             header.span,
             f"unknown section [{header.name}] for a .{ctx.unit.unit_type} unit: systemd "
-            "ignores it and every setting in it"
-            + (f"; did you mean [{hint}]?" if hint else ""),
+            "ignores it and every setting in it" + (f"; did you mean [{hint}]?" if hint else ""),
             path=header.path,
         )
     return iter(())
@@ -274,7 +273,7 @@ _EXEC_PROBLEMS = {
 
 def _consequence(fatal: bool, dropped: bool) -> str:
     if fatal:
-        return "systemd refuses to load the unit (\"Unit configuration has fatal error\")"
+        return 'systemd refuses to load the unit ("Unit configuration has fatal error")'
     if dropped:
         return "systemd ignores this command"
     return ""
@@ -313,8 +312,12 @@ def check_exec_problems(ctx: UnitContext) -> Iterator[Finding]:
             code = _EXEC_PROBLEMS.get(problem.kind)
             if code is None:
                 continue
-            consequence = _consequence(problem.fatal, line.dropped and not problem.fatal
-                                       and problem.kind not in ("unknown-escape", "semicolon"))
+            consequence = _consequence(
+                problem.fatal,
+                line.dropped
+                and not problem.fatal
+                and problem.kind not in ("unknown-escape", "semicolon"),
+            )
             message = problem.message
             if problem.kind == "unknown-escape":
                 source = ctx.unit.sources[assignment.path].line(problem.span.start.line)
@@ -327,7 +330,7 @@ def check_exec_problems(ctx: UnitContext) -> Iterator[Finding]:
                 letter = problem.data.get("letter", "?")
                 message = (
                     f"unknown specifier `%{letter}` for systemd {ctx.version} "
-                    "(\"Invalid slot\"); write `%%` for a literal percent sign"
+                    '("Invalid slot"); write `%%` for a literal percent sign'
                 )
             if consequence:
                 message = f"{message}: {consequence}"
@@ -417,11 +420,11 @@ _declare(
     summary="A quote that is never closed in an Exec line.",
     what="Finds Exec words whose `'` or `\"` has no closing partner.",
     why=(
-        "systemd logs \"Unbalanced quoting, ignoring\" and drops the command; in anything "
+        'systemd logs "Unbalanced quoting, ignoring" and drops the command; in anything '
         "but the first word the unit fails to load (src/basic/extract-word.c)."
     ),
-    example="ExecStart=/opt/vllm/bin/vllm serve /models/m --speculative-config '{\"method\": \"ngram\"}",
-    instead="ExecStart=/opt/vllm/bin/vllm serve /models/m --speculative-config '{\"method\": \"ngram\"}'",
+    example='ExecStart=/opt/vllm/bin/vllm serve /models/m --speculative-config \'{"method": "ngram"}',
+    instead='ExecStart=/opt/vllm/bin/vllm serve /models/m --speculative-config \'{"method": "ngram"}\'',
 )
 _declare(
     "SD109",
@@ -430,7 +433,7 @@ _declare(
     summary="A backslash escape systemd does not know.",
     what="Finds `\\\\X` sequences in Exec lines that are not C escapes systemd understands.",
     why=(
-        "systemd logs \"Ignoring unknown escape sequences\" and passes backslash and character "
+        'systemd logs "Ignoring unknown escape sequences" and passes backslash and character '
         "verbatim; a regex like `\\\\d` works by accident, a Windows-style path does not."
     ),
     example="ExecStartPre=/bin/grep -q '\\d' /etc/vllm/ready",
@@ -443,7 +446,7 @@ _declare(
     summary="A `%` followed by a letter or digit that is not a specifier of this systemd.",
     what="Finds `%X` in Exec words where X is not a specifier of the target systemd version.",
     why=(
-        "systemd fails to resolve it (\"Invalid slot\") and refuses to load the unit "
+        'systemd fails to resolve it ("Invalid slot") and refuses to load the unit '
         "(src/shared/specifier.c)."
     ),
     example="ExecStartPre=/bin/bash -c 'printf \"%5.1f\\n\" 1'",
@@ -552,7 +555,7 @@ def check_missing_exec_start(ctx: UnitContext) -> Iterator[Finding]:
         "SD112",
         anchor,
         "no ExecStart= command systemd would run: it refuses to load the service "
-        "(\"Service has no ExecStart=, ExecStop=, or SuccessAction=\")",
+        '("Service has no ExecStart=, ExecStop=, or SuccessAction=")',
     )
     return iter(())
 

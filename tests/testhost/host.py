@@ -389,13 +389,13 @@ def _install_handlers() -> None:
         return
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous = signal.getsignal(sig)
+        if previous == signal.SIG_IGN:
+            continue  # e.g. SIGINT of a background job: the signal is not meant for us
 
         def handler(signum: int, frame: Any, previous: Any = previous) -> None:
             stop_all()
             if callable(previous):
                 previous(signum, frame)
-            elif previous == signal.SIG_IGN:
-                return
             else:
                 signal.signal(signum, signal.SIG_DFL)
                 os.kill(os.getpid(), signum)

@@ -1,0 +1,244 @@
+"""The `lintunits` command line: exit codes, formats, inputs, config, fixes."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from linting.cli import run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+GOOD = """[Unit]
+Description=ok
+[Service]
+Type=exec
+Restart=on-failure
+ExecStart=/opt/vllm/bin/vllm serve /models/m --port 8000
+"""
+BAD = """[Unit]
+Description=bad
+[Service]
+Restart=on-failure
+ExecStartPre=/bin/bash -c 'free=1; [ "${free}" -lt 1000 ]'
+ExecStart=/opt/vllm/bin/vllm serve /models/m
+"""
+WARN_ONLY = """[Service]
+ExecStart=/opt/vllm/bin/vllm serve /models/m
+"""
+
+
+def lint(*argv: str, stdin: str | None = None, cwd: Path | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    old_stdin = sys.stdin
+    if stdin is not None:
+        sys.stdin = io.StringIO(stdin)
+    try:
+        if cwd is not None:
+            import os
+
+            old = os.getcwd()
+            os.chdir(cwd)
+            try:
+                code = run(list(argv), out, err)
+            finally:
+                os.chdir(old)
+        else:
+            code = run(list(argv), out, err)
+    except SystemExit as exc:  # argparse usage errors
+        code = int(exc.code or 0)
+    finally:
+        sys.stdin = old_stdin
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def units(tmp_path: Path) -> Path:
+    (tmp_path / "good.service").write_text(GOOD)
+    (tmp_path / "bad.service").write_text(BAD)
+    (tmp_path / "warn.service").write_text(WARN_ONLY)
+    return tmp_path
+
+
+def test_clean_file_exits_zero(units: Path) -> None:
+    code, out, _ = lint(str(units / "good.service"), "--no-shellcheck")
+    assert code == 0, out
+    assert "Found 0 errors" in out
+
+
+def test_error_exits_one_and_names_position(units: Path) -> None:
+    code, out, _ = lint(str(units / "bad.service"), "--no-shellcheck")
+    assert code == 1
+    assert f"{units / 'bad.service'}:5:" in out
+    assert "EX201" in out
+
+
+def test_warning_fails_only_with_fail_on_warning(units: Path) -> None:
+    assert lint(str(units / "warn.service"), "--no-shellcheck")[0] == 0
+    assert lint(str(units / "warn.service"), "--no-shellcheck", "--fail-on", "warning")[0] == 1
+
+
+def test_missing_file_exits_two_with_message(units: Path) -> None:
+    code, out, err = lint(str(units / "nope.service"))
+    assert code == 2
+    assert "no such file" in out + err
+
+
+def test_binary_file_exits_two_without_traceback(units: Path) -> None:
+    (units / "bin.service").write_bytes(b"\xff\xfe\x00\x01")
+    code, out, err = lint(str(units / "bin.service"))
+    assert code == 2
+    assert "Traceback" not in out + err
+    assert "UTF-8" in out + err
+
+
+def test_unknown_option_exits_two(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = lint("--bogus")
+    assert code == 2
+    assert "unrecognized arguments" in capsys.readouterr().err
+
+
+def test_unknown_versions_exit_two(units: Path) -> None:
+    code, _, err = lint(str(units / "good.service"), "--vllm-version", "0.0.1")
+    assert code == 2 and "0.0.1" in err
+    code, _, err = lint(str(units / "good.service"), "--systemd-version", "100")
+    assert code == 2 and "100" in err
+
+
+def test_no_input_is_a_usage_error() -> None:
+    code, _, err = lint()
+    assert code == 2 and "no input" in err
+
+
+def test_directory_and_glob_inputs(units: Path) -> None:
+    _, out, _ = lint(str(units), "--format", "json", "--no-shellcheck")
+    paths = sorted(Path(f["path"]).name for f in json.loads(out)["files"])
+    assert paths == ["bad.service", "good.service", "warn.service"]
+    _, out, _ = lint(str(units / "g*.service"), "--format", "json", "--no-shellcheck")
+    assert [Path(f["path"]).name for f in json.loads(out)["files"]] == ["good.service"]
+
+
+def test_stdin_input() -> None:
+    code, out, _ = lint("-", "--format", "json", "--no-shellcheck", stdin=BAD)
+    assert code == 1
+    report = json.loads(out)
+    assert report["files"][0]["path"] == "-"
+    assert any(f["code"] == "EX201" for f in report["files"][0]["findings"])
+
+
+def test_json_report_has_findings_and_argv(units: Path) -> None:
+    _, out, _ = lint(str(units / "bad.service"), "--format", "json", "--no-shellcheck")
+    file = json.loads(out)["files"][0]
+    finding = next(f for f in file["findings"] if f["code"] == "EX201")
+    assert {
+        "code",
+        "name",
+        "severity",
+        "line",
+        "column",
+        "end_line",
+        "end_column",
+        "message",
+    } <= set(finding)
+    assert finding["fix"]["edits"][0]["replacement"] == "$"
+    pre = next(c for c in file["commands"] if c["key"] == "ExecStartPre")
+    assert pre["argv"] == ["/bin/bash", "-c", 'free=1; [ "" -lt 1000 ]']
+    assert pre["section"] == "Service" and pre["line"] == 5 and pre["prefixes"] == ""
+
+
+def test_show_argv_prints_exact_arguments(units: Path) -> None:
+    _, out, _ = lint(str(units / "bad.service"), "--show-argv", "--no-shellcheck")
+    assert "ExecStartPre argv:" in out
+    assert "'free=1; [ \"\" -lt 1000 ]'" in out
+
+
+def test_select_and_ignore(units: Path) -> None:
+    _, out, _ = lint(str(units / "warn.service"), "--format", "json", "--select", "OP")
+    codes = {f["code"] for f in json.loads(out)["files"][0]["findings"]}
+    assert codes and all(c.startswith("OP") for c in codes)
+    _, out, _ = lint(str(units / "bad.service"), "--format", "json", "--ignore", "EX201,SC")
+    codes = {f["code"] for f in json.loads(out)["files"][0]["findings"]}
+    assert "EX201" not in codes and not any(c.startswith("SC") for c in codes)
+
+
+def test_diff_previews_and_fix_applies(units: Path) -> None:
+    path = units / "bad.service"
+    code, out, _ = lint(str(path), "--diff", "--no-shellcheck")
+    assert code == 1
+    assert "-ExecStartPre=/bin/bash -c 'free=1; [ \"${free}\" -lt 1000 ]'" in out
+    assert "+ExecStartPre=/bin/bash -c 'free=1; [ \"$${free}\" -lt 1000 ]'" in out
+    assert path.read_text() == BAD  # --diff changes nothing
+    code, out, _ = lint(str(path), "--fix", "--no-shellcheck", "--format", "json")
+    assert "$${free}" in path.read_text()
+    codes = {f["code"] for f in json.loads(out)["files"][0]["findings"]}
+    assert "EX201" not in codes
+
+
+def test_pyproject_config_is_read(units: Path) -> None:
+    (units / "pyproject.toml").write_text(
+        '[tool.lintunits]\nignore = ["EX201"]\nfail-on = "error"\n'
+    )
+    _, out, _ = lint("bad.service", "--format", "json", "--no-shellcheck", cwd=units)
+    codes = {f["code"] for f in json.loads(out)["files"][0]["findings"]}
+    assert "EX201" not in codes
+
+
+def test_bad_pyproject_config_is_a_usage_error(units: Path) -> None:
+    (units / "pyproject.toml").write_text("[tool.lintunits]\nfail_on = 3\n")
+    code, _, err = lint("bad.service", cwd=units)
+    assert code == 2 and "unknown key" in err
+
+
+def test_inline_disable_comment(units: Path) -> None:
+    text = BAD.replace("ExecStartPre=", "# lintunits: disable=EX201\nExecStartPre=")
+    (units / "bad.service").write_text(text)
+    _, out, _ = lint(str(units / "bad.service"), "--format", "json", "--no-shellcheck")
+    codes = {f["code"] for f in json.loads(out)["files"][0]["findings"]}
+    assert "EX201" not in codes
+
+
+def test_list_rules_and_explain() -> None:
+    code, out, _ = lint("--list-rules", "--format", "json")
+    rules = json.loads(out)
+    codes = {r["code"] for r in rules}
+    assert code == 0 and {"SD102", "EX201", "OP403"} <= codes
+    code, out, _ = lint("--explain", "ex201")
+    assert code == 0 and "Why is this bad?" in out and "$$" in out
+    assert lint("--explain", "ZZ999")[0] == 2
+
+
+def test_manage_py_lintunits_is_the_same_tool(units: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "lintunits",
+            str(units / "bad.service"),
+            "--format",
+            "json",
+            "--no-shellcheck",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert any(f["code"] == "EX201" for f in json.loads(proc.stdout)["files"][0]["findings"])
+
+
+def test_python_m_linting_runs_without_django(units: Path) -> None:
+    code = (
+        "import sys, runpy; sys.modules['django'] = None; "
+        f"sys.argv = ['lintunits', {str(units / 'good.service')!r}, '--no-shellcheck']; "
+        "runpy.run_module('linting', run_name='__main__')"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
