@@ -17,7 +17,8 @@ from linting.execline.command import (
 )
 from linting.execline.environ import EnvProblem, EnvVar, load_environment_files, parse_environment
 from linting.execline.environment import Substitution
-from linting.execline.specifiers import HostFacts, UnitFacts, specifier_values
+from linting.execline.specifiers import HostFacts
+from linting.execline.specifiers import UnitFacts, local_host_facts, specifier_values
 from linting.findings import Finding, Fix, Severity
 from linting.spans import Span
 from linting.unitfile import Assignment, UnitFile
@@ -87,7 +88,7 @@ class UnitContext:
             user=self.unit.last_value("Service", "User"),
             group=self.unit.last_value("Service", "Group"),
         )
-        return specifier_values(facts, self.options.host_facts or HostFacts())
+        return specifier_values(facts, self.options.host_facts or local_host_facts())
 
     @cached_property
     def _environment(self) -> tuple[dict[str, EnvVar], list[EnvProblem], list[str]]:

@@ -8,12 +8,13 @@ every derived string carries an `origins` list: for each character, where it cam
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, order=True)
-class Pos:
+class Pos(NamedTuple):
     """A 1-based line and column (columns count Unicode code points, as SARIF's
-    `unicodeCodePoints` column kind does)."""
+    `unicodeCodePoints` column kind does). A tuple: one exists per character of every
+    unit file, so it must be cheap to create."""
 
     line: int
     column: int

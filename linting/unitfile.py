@@ -16,6 +16,7 @@ findings can point into the right physical line even across continuations.
 from __future__ import annotations
 
 import re
+from itertools import repeat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -147,7 +148,7 @@ def _logical_lines(text: str) -> list[tuple[Traced, int]]:
             raw = raw[1:]
             origins = [Pos(1, c + 2) for c in range(len(raw))]
         else:
-            origins = [Pos(number, c + 1) for c in range(len(raw))]
+            origins = list(map(Pos, repeat(number, len(raw)), range(1, len(raw) + 1)))
         if continuation is not None:
             if raw.lstrip(WHITESPACE)[:1] in tuple(COMMENTS):
                 continue

@@ -186,6 +186,17 @@ def test_leftover_worker_escapes_stop_and_keeps_gpu_memory(testhost: TestHost) -
     try:
         assert len(apps) == 1, apps
         pid, name, mib = apps[0].split(", ")
+        # The next start on that GPU fails the way vLLM does when memory is taken.
+        install_vllm_unit(testhost, "vllm-next.service", port=port, gpus="6")
+        testhost.ssh(["systemctl", "start", "vllm-next.service"], check=True)
+        wait_for(
+            "next start failed",
+            lambda: (
+                testhost.ssh(["systemctl", "is-failed", "vllm-next.service"]).stdout.strip()
+                == "failed"
+            ),
+        )
+        assert "ValueError: Free memory on device cuda:6" in testhost.journal("vllm-next.service")
         assert name == "VLLM::EngineCore"
         assert gpu_used(testhost)[6] == int(mib) > 0
         ps = testhost.ssh(["ps", "-o", "comm=,args=", "-p", pid]).stdout
@@ -195,6 +206,60 @@ def test_leftover_worker_escapes_stop_and_keeps_gpu_memory(testhost: TestHost) -
     finally:
         testhost.ssh(["pkill", "-KILL", "-x", "VLLM::EngineCor"])
     wait_for("GPU memory freed", lambda: gpu_used(testhost)[6] == 0, timeout=10)
+
+
+def test_never_healthy_serves_503_and_stays_active(testhost: TestHost) -> None:
+    [port] = pick_free_ports(1, start=18300)
+    unit = "vllm-unhealthy.service"
+    install_vllm_unit(
+        testhost, unit, port=port, gpus="1", env={"VLLM_DOUBLE_FAULTS": "never_healthy"}
+    )
+    testhost.ssh(["systemctl", "start", unit], check=True)
+    try:
+        curl = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}"]
+        url = f"http://127.0.0.1:{port}/health"
+        wait_for("HTTP up", lambda: testhost.ssh([*curl, url]).stdout == "503", timeout=30)
+        assert testhost.ssh(["systemctl", "is-active", unit]).stdout.strip() == "active"
+    finally:
+        testhost.ssh(["systemctl", "stop", unit])
+    wait_for("GPU memory freed", lambda: gpu_used(testhost)[1] == 0, timeout=10)
+
+
+def test_crash_after_start_fails_the_unit_and_frees_memory(testhost: TestHost) -> None:
+    [port] = pick_free_ports(1, start=18400)
+    unit = "vllm-crash.service"
+    install_vllm_unit(
+        testhost,
+        unit,
+        port=port,
+        gpus="4",
+        env={"VLLM_DOUBLE_FAULTS": "crash_after_start", "VLLM_DOUBLE_CRASH_AFTER_S": "1"},
+    )
+    testhost.ssh(["systemctl", "reset-failed", unit])
+    testhost.ssh(["systemctl", "start", unit], check=True)
+    wait_for("healthy first", lambda: healthy(testhost, port), timeout=30)
+    wait_for(
+        "unit failed",
+        lambda: testhost.ssh(["systemctl", "is-failed", unit]).stdout.strip() == "failed",
+    )
+    assert "illegal memory access" in testhost.journal(unit)
+    assert gpu_used(testhost)[4] == 0
+
+
+def test_ignore_sigterm_makes_stop_wait_for_the_timeout(testhost: TestHost) -> None:
+    [port] = pick_free_ports(1, start=18500)
+    unit = "vllm-stubborn.service"
+    install_vllm_unit(
+        testhost, unit, port=port, gpus="7", env={"VLLM_DOUBLE_FAULTS": "ignore_sigterm"}
+    )
+    testhost.ssh(["systemctl", "start", unit], check=True)
+    wait_for("/health", lambda: healthy(testhost, port), timeout=30)
+    started = time.monotonic()
+    testhost.ssh(["systemctl", "stop", unit])
+    assert time.monotonic() - started >= 4.5  # TimeoutStopSec=5, then SIGKILL
+    journal = wait_for("timeout in journal", lambda: testhost.journal(unit, output="short"))
+    assert "ignoring SIGTERM" in journal
+    assert gpu_used(testhost)[7] == 0
 
 
 @pytest.mark.parametrize(

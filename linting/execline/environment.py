@@ -80,6 +80,8 @@ def split_value(value: str) -> list[str]:
 
 def replace_braced(word: Traced, env: dict[str, str]) -> tuple[Traced, list[Substitution]]:
     """`replace_env()` without ALLOW_EXTENDED/ALLOW_BRACELESS, as used for Exec argv."""
+    if "$" not in word.text:
+        return word, []
     s = word.text
     out: list[str] = []
     origins: list[Pos] = []

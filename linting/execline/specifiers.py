@@ -12,6 +12,7 @@ from __future__ import annotations
 import platform
 import pwd
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from linting.spans import Pos, Traced
@@ -31,6 +32,7 @@ DEPRECATED_SPECIFIERS: dict[int, frozenset[str]] = {
 HOST_DEPENDENT = frozenset("aAbBHlmMoqvwWgGuUhs")
 
 
+@lru_cache(maxsize=None)
 def specifier_table(version: int) -> tuple[frozenset[str], frozenset[str]]:
     """(known, deprecated) letters for `version`: the highest measured table ≤ version."""
     candidates = [v for v in KNOWN_SPECIFIERS if v <= version] or [min(KNOWN_SPECIFIERS)]
@@ -74,6 +76,12 @@ class HostFacts:
     pretty_hostname: str = ""
 
 
+@lru_cache(maxsize=1)
+def local_host_facts() -> HostFacts:
+    """The machine running the linter, read once per process."""
+    return HostFacts()
+
+
 @dataclass
 class UnitFacts:
     """What the unit-level specifiers need: its name, fragment path and User=."""
@@ -84,6 +92,7 @@ class UnitFacts:
     group: str | None = None
 
 
+@lru_cache(maxsize=256)
 def _user_fields(user: str | None) -> tuple[str, str, str, str]:
     """(name, uid, home, shell) as systemd resolves them for a system service."""
     if user is None:
@@ -198,6 +207,8 @@ def find_specifiers(word: str, version: int) -> list[SpecifierUse]:
 
 def resolve(word: Traced, version: int, values: dict[str, str]) -> Traced:
     """`specifier_printf()` on one word; raises SpecifierError for an unknown letter."""
+    if "%" not in word.text:
+        return word
     known, deprecated = specifier_table(version)
     out: list[str] = []
     origins: list[Pos] = []
