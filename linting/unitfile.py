@@ -31,7 +31,7 @@ _DISABLE_RE = re.compile(r"lintunits:\s*disable=([A-Za-z0-9_,\s-]+)")
 class ParseProblem:
     """Something systemd itself logs while reading the file."""
 
-    kind: str  # "section-header", "missing-equals", "outside-section", "encoding"
+    kind: str  # "section-header", "missing-equals", "missing-key", "outside-section"
     message: str
     span: Span
     path: str
@@ -134,21 +134,48 @@ class UnitFile:
         return bool(codes) and (code in codes or "all" in codes)
 
 
+def _physical_lines(text: str) -> list[tuple[str, list[Pos], int]]:
+    """Split like `read_line()` (src/basic/fileio.c): LF, CR and NUL each end a line, and
+    one line end is a run of them in which no kind repeats (CR LF, LF CR), so a lone CR
+    ends a line too. Positions count lines by LF only, as editors and our carets do; a
+    leading BOM is dropped. Returns (text, positions, line number of its start)."""
+    result: list[tuple[str, list[Pos], int]] = []
+    chars: list[str] = []
+    origins: list[Pos] = []
+    line, column = 1, 1
+    i, n = 0, len(text)
+    if text.startswith("\ufeff"):
+        i, column = 1, 2
+    start = line
+    while i < n:
+        c = text[i]
+        if c not in "\n\r\0":
+            chars.append(c)
+            origins.append(Pos(line, column))
+            column += 1
+            i += 1
+            continue
+        seen: set[str] = set()
+        while i < n and text[i] in "\n\r\0" and text[i] not in seen:
+            seen.add(text[i])
+            if text[i] == "\n":
+                line, column = line + 1, 1
+            else:
+                column += 1
+            i += 1
+        result.append(("".join(chars), origins, start))
+        chars, origins, start = [], [], line
+    if chars:
+        result.append(("".join(chars), origins, start))
+    return result
+
+
 def _logical_lines(text: str) -> list[tuple[Traced, int]]:
     """Join continuation lines exactly like conf-parser.c; returns (line, first line number)."""
     result: list[tuple[Traced, int]] = []
     continuation: list[tuple[str, list[Pos]]] | None = None
     start_line = 0
-    physical = text.split("\n")
-    if physical and physical[-1] == "":
-        physical.pop()
-    for number, raw in enumerate(physical, start=1):
-        raw = raw.removesuffix("\r")
-        if number == 1 and raw.startswith("\ufeff"):
-            raw = raw[1:]
-            origins = [Pos(1, c + 2) for c in range(len(raw))]
-        else:
-            origins = list(map(Pos, repeat(number, len(raw)), range(1, len(raw) + 1)))
+    for raw, origins, number in _physical_lines(text):
         if continuation is not None:
             if raw.lstrip(WHITESPACE)[:1] in tuple(COMMENTS):
                 continue
@@ -196,26 +223,35 @@ def parse_text(text: str, path: str, unit: UnitFile | None = None) -> UnitFile:
     if unit is None:
         unit = UnitFile(path=path, name=Path(path).name if path != "-" else "stdin.service")
     source = SourceFile(path, text)
-    unit.sources[path] = source
     _collect_disables(source, unit.disabled)
+    # A drop-in's errors only end that drop-in (load-dropin.c ignores config_parse()'s
+    # result); in the unit file itself they make the unit fail to load.
+    is_dropin = bool(unit.sources) or path.endswith(".conf")
+    unit.sources[path] = source
     section: str | None = None
     for logical, first_line in _logical_lines(text):
         line = logical.strip()
         if not line.text or line.text[0] in COMMENTS:
             continue
         if line.text.startswith("["):
-            if not line.text.endswith("]"):
+            name = line[1:-1]
+            if not line.text.endswith("]") or not _string_is_safe(name.text):
+                what = "Invalid" if not line.text.endswith("]") else "Bad characters in"
+                consequence = (
+                    "systemd reads no further in this drop-in"
+                    if is_dropin
+                    else 'systemd refuses to load the unit ("Bad message")'
+                )
                 unit.problems.append(
                     ParseProblem(
                         "section-header",
-                        f"Invalid section header '{line.text}'",
+                        f"{what} section header '{line.text}': {consequence}",
                         line.span(),
                         path,
                     )
                 )
-                section = None
-                continue
-            name = line[1:-1]
+                # parse_line() returns -EBADMSG and config_parse() stops reading the file.
+                break
             section = name.text
             unit.headers.append(SectionHeader(section, line.span(), path))
             continue
@@ -235,10 +271,23 @@ def parse_text(text: str, path: str, unit: UnitFile | None = None) -> UnitFile:
                 ParseProblem("missing-equals", "Missing '=', ignoring line", line.span(), path)
             )
             continue
+        if eq == 0:
+            unit.problems.append(
+                ParseProblem(
+                    "missing-key", "Missing key name before '=', ignoring line", line.span(), path
+                )
+            )
+            continue
         key = line[:eq].strip()
         value = line[eq + 1 :].strip()
         unit.assignments.append(Assignment(section, key, value, path, first_line))
     return unit
+
+
+def _string_is_safe(text: str) -> bool:
+    """`string_is_safe()` (src/basic/string-util.c): no control characters, quotes or
+    backslashes."""
+    return not any(ch < " " or ch in "\x7f\"'\\" for ch in text)
 
 
 def dropin_paths(unit_path: Path) -> list[Path]:

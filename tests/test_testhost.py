@@ -381,3 +381,9 @@ def test_debian_trixie_lower_boots_with_systemd_257(testhost_factory: Any) -> No
     version = host.ssh(["systemctl", "--version"]).stdout.split()[1]
     assert int(version) >= 257
     assert host.ssh(["nvidia-smi", "-L"]).stdout.startswith("GPU 0: NVIDIA H200")
+    [port] = pick_free_ports(1, start=18600)
+    install_vllm_unit(host, "vllm.service", port=port, gpus="0")
+    host.ssh(["systemctl", "start", "vllm.service"], check=True)
+    probe = f"import urllib.request as u; u.urlopen('http://127.0.0.1:{port}/health', timeout=2)"
+    wait_for("/health", lambda: host.ssh([host.python, "-c", probe]).returncode == 0, timeout=30)
+    assert gpu_used(host)[0] > 0

@@ -9,6 +9,7 @@ below were measured with `systemd-analyze verify` (see tools/gen_specifier_table
 
 from __future__ import annotations
 
+import json
 import platform
 import pwd
 from dataclasses import dataclass, field
@@ -19,13 +20,16 @@ from linting.spans import Pos, Traced
 
 POSSIBLE_SPECIFIERS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
-# Letters that resolve without error, per systemd version (measured; see module docstring).
+_TABLES = json.loads(
+    (Path(__file__).with_name("specifier_tables.json")).read_text(encoding="utf-8")
+)
+# Letters that resolve without error, and those that resolve but log "Specifier '%X' used
+# in unit configuration, which is deprecated", per measured systemd version.
 KNOWN_SPECIFIERS: dict[int, frozenset[str]] = {
-    252: frozenset("aAbBcCdEfgGhHiIjJlLmMnNopPqrRsStTuUvVwWyY"),
+    int(v): frozenset(t["known"]) for v, t in _TABLES.items() if v.isdigit()
 }
-# Letters that resolve but log "Specifier '%X' used in unit configuration, which is deprecated".
 DEPRECATED_SPECIFIERS: dict[int, frozenset[str]] = {
-    252: frozenset("crR"),
+    int(v): frozenset(t["deprecated"]) for v, t in _TABLES.items() if v.isdigit()
 }
 # Specifiers whose value depends on the host, the boot or the user running the service:
 # inside a shell script they are almost always a mistake for the shell's own `%`.
@@ -137,6 +141,7 @@ def specifier_values(unit: UnitFacts, host: HostFacts) -> dict[str, str]:
         "B": osr.get("BUILD_ID", ""),
         "C": "/var/cache",
         "d": f"/run/credentials/{name}",
+        "D": "/usr/share",
         "E": "/etc",
         "f": unescaped_path,
         "g": group,

@@ -459,8 +459,8 @@ _declare(
     summary="A lone `;` separating two commands in one Exec line.",
     what="Finds `;` used as a command separator in Exec lines (deprecated since systemd 257).",
     why=(
-        "systemd 257 deprecates it and logs a warning; one command per `ExecStartPre=` line "
-        "is clearer and survives future versions."
+        "systemd.service(5) of v257 marks it deprecated (257.13 still accepts it silently); "
+        "one command per `ExecStartPre=` line is clearer and survives future versions."
     ),
     example="ExecStartPre=/bin/true ; /bin/sleep 1",
     instead="ExecStartPre=/bin/true\n    ExecStartPre=/bin/sleep 1",

@@ -641,6 +641,7 @@ def _engine_core(
     mib: int,
     gpu: gpu_state.GpuConfig,
     leftover: bool,
+    ignore_sigterm: bool,
     report_fd: int,
 ) -> None:
     """Body of the forked EngineCore; never returns."""
@@ -656,7 +657,8 @@ def _engine_core(
             ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             if os.getppid() == 1:
                 os._exit(0)
-            signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+            on_term = signal.SIG_IGN if ignore_sigterm else (lambda *_: os._exit(0))
+            signal.signal(signal.SIGTERM, on_term)
         used = gpu_state.used_mib(gpu)
         for i in gpus:
             free = gpu.memory_total_mib - used[i]
@@ -690,7 +692,7 @@ class EngineCore:
 
 
 def start_engine_core(
-    gpus: list[int], mib: int, gpu: gpu_state.GpuConfig, leftover: bool
+    gpus: list[int], mib: int, gpu: gpu_state.GpuConfig, faults: set[str]
 ) -> EngineCore:
     """Fork the child (before any thread exists) and wait until it holds its memory."""
     read_fd, write_fd = os.pipe()
@@ -699,7 +701,8 @@ def start_engine_core(
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        _engine_core(gpus, mib, gpu, leftover, write_fd)
+        leftover, stubborn = "leftover_worker" in faults, "ignore_sigterm" in faults
+        _engine_core(gpus, mib, gpu, leftover, stubborn, write_fd)
     os.close(write_fd)
     with os.fdopen(read_fd) as report:
         answer = report.readline().strip()
@@ -1114,7 +1117,7 @@ def serve(argv: Sequence[str], gpu: gpu_state.GpuConfig, cfg: DoubleConfig) -> i
             f"Initializing a V1 LLM engine (v{cfg.version}) with config: "
             f"model={model!r}, speculative_config={spec}, tensor_parallel_size={world}",
         )
-        engine = start_engine_core(gpus, mib, gpu, "leftover_worker" in faults)
+        engine = start_engine_core(gpus, mib, gpu, faults)
     except EngineConfigError as exc:
         return fail(str(exc))
     log("INFO", "gpu_model_runner.py:2000", f"Loading model {model} on GPUs {gpus}")

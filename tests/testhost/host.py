@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -427,6 +428,18 @@ def _claimed_ports() -> set[int]:
 
 
 _PORT_LOCK = threading.Lock()
+PORT_LOCK_FILE = Path("/var/tmp/specadmin-testhost-ports.lock")
+
+
+@contextlib.contextmanager
+def _machine_lock() -> Iterator[None]:
+    """Serialise port claims across processes (parallel pytest workers, CLI shells)."""
+    with open(PORT_LOCK_FILE, "a") as fd:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def pick_free_ports(
@@ -635,7 +648,7 @@ def boot_hosts(
     _check_prerequisites(lower_path)
     prepared: list[_Prepared] = []
     try:
-        with _PORT_LOCK:
+        with _PORT_LOCK, _machine_lock():
             ports = pick_free_ports(count)
             suffix = os.urandom(2).hex()
             for i, port in enumerate(ports):
