@@ -28,13 +28,13 @@ sys.path.insert(0, str(ROOT))
 
 SCRIPTS = [
     "for i in $$(seq 1 {n}); do used=$$(nvidia-smi --query-gpu=memory.used "
-    "--format=csv,noheader,nounits | sort -n | tail -1); [ \"$$used\" -lt {mem} ] && exit 0; "
+    '--format=csv,noheader,nounits | sort -n | tail -1); [ "$$used" -lt {mem} ] && exit 0; '
     "sleep {s}; done; exit 1",
     "pids=$$(nvidia-smi --query-compute-apps=pid --format=csv,noheader); "
-    "[ -z \"$$pids\" ] || kill -TERM $$pids; sleep {s}; test $$(nvidia-smi "
+    '[ -z "$$pids" ] || kill -TERM $$pids; sleep {s}; test $$(nvidia-smi '
     "--query-compute-apps=pid --format=csv,noheader | wc -l) -eq 0 || exit {n}",
     "for gpu in {gpus}; do m=$$(nvidia-smi -i $$gpu --query-gpu=memory.used "
-    "--format=csv,noheader,nounits); if [ \"$$m\" -gt {mem} ]; then echo \"gpu $$gpu busy\"; "
+    '--format=csv,noheader,nounits); if [ "$$m" -gt {mem} ]; then echo "gpu $$gpu busy"; '
     "exit 1; fi; done",
 ]
 
@@ -43,12 +43,14 @@ def make_unit(i: int, rng: random.Random) -> str:
     tp = rng.choice([1, 2, 4, 8])
     gpus = ",".join(str(g) for g in range(tp))
     script = rng.choice(SCRIPTS).format(
-        n=rng.randint(5, 120), mem=rng.randint(100, 4000), s=rng.randint(1, 10),
+        n=rng.randint(5, 120),
+        mem=rng.randint(100, 4000),
+        s=rng.randint(1, 10),
         gpus=" ".join(gpus.split(",")),
     )
     spec = (
-        f"'{{\"method\": \"ngram\", \"num_speculative_tokens\": {rng.randint(1, 8)}, "
-        f"\"prompt_lookup_max\": {rng.randint(1, 6)}}}'"
+        f'\'{{"method": "ngram", "num_speculative_tokens": {rng.randint(1, 8)}, '
+        f'"prompt_lookup_max": {rng.randint(1, 6)}}}\''
     )
     return f"""[Unit]
 Description=vLLM service {i}
@@ -65,7 +67,8 @@ RestartSec=30s
 ExecStartPre=/bin/bash -c '{script}'
 ExecStart=/opt/vllm/.venv/bin/vllm serve /models/model-{i} \\
     --served-model-name model-{i} --tensor-parallel-size {tp} \\
-    --gpu-memory-utilization 0.{rng.randint(80, 95)} --max-model-len {rng.choice(["32k", "65536"])} \\
+    --gpu-memory-utilization 0.{rng.randint(80, 95)} \\
+    --max-model-len {rng.choice(["32k", "65536"])} \\
     --speculative-config {spec} --port {8000 + i}
 
 [Install]
@@ -95,9 +98,11 @@ def main() -> None:
         py = sys.executable
         lint_cli = [py, "-m", "linting", "--format", "json", "--fail-on", "error"]
         results: dict[str, float] = {}
-        results["lintunits (one process, ShellCheck on)"] = timed(lint_cli + [str(workdir)], cwd=ROOT)
+        results["lintunits (one process, ShellCheck on)"] = timed(
+            [*lint_cli, str(workdir)], cwd=ROOT
+        )
         results["lintunits (one process, --no-shellcheck)"] = timed(
-            lint_cli + ["--no-shellcheck", str(workdir)], cwd=ROOT
+            [*lint_cli, "--no-shellcheck", str(workdir)], cwd=ROOT
         )
         analyze = shutil.which("systemd-analyze")
         peer_per_file = peer_batch = None
@@ -122,11 +127,11 @@ def main() -> None:
             print(f"ratio lintunits / systemd-analyze per file: {peer_per_file / ours:6.1f}x")
             print(f"ratio lintunits / systemd-analyze batched:  {peer_batch / ours:6.2f}x")
         small = workdir / "vllm-00000.service"
-        walls = [
-            timed([py, "manage.py", "lintunits", str(small)], cwd=ROOT) for _ in range(5)
-        ]
-        print(f"one small file via manage.py lintunits: best {min(walls):.3f} s, "
-              f"median {statistics.median(walls):.3f} s (target < 0.5 s)")
+        walls = [timed([py, "manage.py", "lintunits", str(small)], cwd=ROOT) for _ in range(5)]
+        print(
+            f"one small file via manage.py lintunits: best {min(walls):.3f} s, "
+            f"median {statistics.median(walls):.3f} s (target < 0.5 s)"
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

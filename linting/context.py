@@ -17,8 +17,7 @@ from linting.execline.command import (
 )
 from linting.execline.environ import EnvProblem, EnvVar, load_environment_files, parse_environment
 from linting.execline.environment import Substitution
-from linting.execline.specifiers import HostFacts
-from linting.execline.specifiers import UnitFacts, local_host_facts, specifier_values
+from linting.execline.specifiers import HostFacts, UnitFacts, local_host_facts, specifier_values
 from linting.findings import Finding, Fix, Severity
 from linting.spans import Span
 from linting.unitfile import Assignment, UnitFile

@@ -16,7 +16,6 @@ findings can point into the right physical line even across continuations.
 from __future__ import annotations
 
 import re
-from itertools import repeat
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -28,6 +28,17 @@ def _byte(value: int) -> str:
     return chr(value) if value < 0x80 else chr(0xDC00 + value)
 
 
+def _unichar_is_valid(value: int) -> bool:
+    """`unichar_is_valid()` (src/basic/utf8.c): no surrogates, no non-characters
+    U+FDD0..U+FDEF or U+xFFFE/U+xFFFF (systemd 252 refuses `\\U0000FFFE`, `\\U0000FDD0`)."""
+    return not (
+        value >= 0x110000
+        or 0xD800 <= value <= 0xDFFF
+        or 0xFDD0 <= value <= 0xFDEF
+        or (value & 0xFFFE) == 0xFFFE
+    )
+
+
 def cunescape_one(text: str, start: int) -> tuple[str, int] | None:
     """Decode the escape whose letter is at text[start] (after the backslash).
 
@@ -54,7 +65,7 @@ def cunescape_one(text: str, start: int) -> tuple[str, int] | None:
         value = int(digits, 16)
         if value == 0 or value > 0x10FFFF:
             return None
-        if c == "U" and 0xD800 <= value <= 0xDFFF:  # unichar_is_valid() only for \U
+        if c == "U" and not _unichar_is_valid(value):  # checked only for \U
             return None
         return chr(value), width + 1
     if c in _OCT:

@@ -46,13 +46,18 @@ def parse_environment(
         pos = 0
         while True:
             try:
-                word, pos = extract_first_word(a.value, pos)
+                # config_parse_environ() calls extract_first_word() without the relaxed
+                # retry: an unknown escape fails like unbalanced quoting ("Invalid syntax,
+                # ignoring") and ends the line; the words before it stay set.
+                word, pos = extract_first_word(a.value, pos, relax_escapes=False)
             except ExtractError as exc:
+                width = 2 if exc.args[0] == "Unknown escape sequence" else 1
                 problems.append(
                     EnvProblem(
-                        "unbalanced-quote",
-                        "Unbalanced quoting, ignoring",
-                        a.value.span(exc.offset, exc.offset + 1),
+                        "invalid-syntax",
+                        f"{exc.args[0]}: systemd ignores this and every later assignment "
+                        'on the line ("Invalid syntax, ignoring")',
+                        a.value.span(exc.offset, exc.offset + width),
                     )
                 )
                 break

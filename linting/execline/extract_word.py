@@ -44,7 +44,9 @@ class Word:
 
 
 class _Strict(Exception):
-    pass
+    def __init__(self, offset: int) -> None:
+        super().__init__("Unknown escape sequence")
+        self.offset = offset  # the backslash
 
 
 def _extract(text: Traced, pos: int, relax: bool) -> tuple[Word | None, int]:
@@ -80,11 +82,11 @@ def _extract(text: Traced, pos: int, relax: bool) -> tuple[Word | None, int]:
                     continue
                 if quote:
                     raise ExtractError("Unbalanced quoting", quote_open)
-                raise _Strict
+                raise _Strict(pos)
             decoded = cunescape_one(s, pos + 1)
             if decoded is None:
                 if not relax:
-                    raise _Strict
+                    raise _Strict(pos)
                 out.extend(("\\", s[pos + 1]))
                 origins.extend((text.origins[pos], text.origins[pos + 1]))
                 unknown.append(pos)
@@ -121,12 +123,19 @@ def _extract(text: Traced, pos: int, relax: bool) -> tuple[Word | None, int]:
         pos += 1
 
 
-def extract_first_word(text: Traced, pos: int) -> tuple[Word | None, int]:
+def extract_first_word(
+    text: Traced, pos: int, *, relax_escapes: bool = True
+) -> tuple[Word | None, int]:
     """Extract one word starting at `pos`; returns (word or None at end, next position).
 
     Raises ExtractError for unbalanced quoting (systemd logs it and drops the command).
+    With `relax_escapes` (extract_first_word_and_warn(), used for Exec lines) an unknown
+    escape is retried in relaxed mode; without it (plain extract_first_word(), used e.g.
+    by config_parse_environ()) it raises ExtractError too.
     """
     try:
         return _extract(text, pos, relax=False)
-    except _Strict:
+    except _Strict as exc:
+        if not relax_escapes:
+            raise ExtractError("Unknown escape sequence", exc.offset) from None
         return _extract(text, pos, relax=True)

@@ -13,7 +13,7 @@ import json
 import platform
 import pwd
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from linting.spans import Pos, Traced
@@ -36,7 +36,7 @@ DEPRECATED_SPECIFIERS: dict[int, frozenset[str]] = {
 HOST_DEPENDENT = frozenset("aAbBHlmMoqvwWgGuUhs")
 
 
-@lru_cache(maxsize=None)
+@cache
 def specifier_table(version: int) -> tuple[frozenset[str], frozenset[str]]:
     """(known, deprecated) letters for `version`: the highest measured table ≤ version."""
     candidates = [v for v in KNOWN_SPECIFIERS if v <= version] or [min(KNOWN_SPECIFIERS)]

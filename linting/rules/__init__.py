@@ -1,3 +1,3 @@
 """Every rule module; importing this package registers the whole catalog."""
 
-from linting.rules import exec_traps, gpu_ops, shellcheck_rule, unit_syntax  # noqa: F401
+from linting.rules import exec_traps, gpu_ops, shellcheck_rule, unit_syntax, vllm_rules  # noqa: F401

@@ -39,8 +39,8 @@ from linting.vllm.invocation import (
 # When each kind of mistake hits (DESIGN.md "vLLM"): argparse errors exit with status 2
 # before anything is loaded; the SpeculativeConfig / ModelConfig / ParallelConfig objects
 # are built by EngineArgs.create_engine_config() at engine start.
-AT_PARSE = "at argument parsing (exit status 2, nothing is loaded)"
-AT_ENGINE = "at engine start, when the engine config is built"
+AT_PARSE = "at argument parsing (exit status 2, before anything is loaded)"
+AT_ENGINE = "when it builds the engine config (after argument parsing)"
 NGRAM_DEFAULT_LOOKUP = 5  # vllm/config/speculative.py:251 in 0.11.0 (same in 0.8.5..0.33)
 
 
@@ -230,7 +230,7 @@ def check_spec_json(ctx: UnitContext) -> Iterator[Finding]:
                     "VL301",
                     point(value, exc.pos),
                     f"{_v(vc.args.catalog)} refuses to start {AT_PARSE}: `json.loads` fails "
-                    f"on --speculative-config with \"{exc.msg}\" at character {exc.pos + 1} "
+                    f'on --speculative-config with "{exc.msg}" at character {exc.pos + 1} '
                     f"of the argument it receives: `{_shown(value.text)}`{hint}",
                     path=vc.path,
                     data={"received": value.text, "json_error": exc.msg, "json_pos": exc.pos},
@@ -323,22 +323,26 @@ def check_spec_unknown_keys(ctx: UnitContext) -> Iterator[Finding]:
                 )
             elif spec.unknown_keys == "type_error":
                 message = (
-                    f"{_v(catalog)} refuses to start {AT_ENGINE}: \"TypeError: "
+                    f'{_v(catalog)} refuses to start {AT_ENGINE}: "TypeError: '
                     f"SpeculativeConfig.__init__() got an unexpected keyword argument "
                     f"'{entry.key}'\"{did_you_mean}"
                 )
             else:
                 message = (
-                    f"{_v(catalog)} refuses to start {AT_ENGINE}: pydantic \"Unexpected "
-                    f"keyword argument\" for {where}`{entry.key}`{did_you_mean}"
+                    f'{_v(catalog)} refuses to start {AT_ENGINE}: pydantic "Unexpected '
+                    f'keyword argument" for {where}`{entry.key}`{did_you_mean}'
                 )
             ctx.add(
                 "VL302",
                 entry.key_text.span(),
                 message,
                 path=vc.path,
-                data={**_spec_data(view), "key": entry.key, "suggestion": suggestion,
-                      "unknown_keys": spec.unknown_keys},
+                data={
+                    **_spec_data(view),
+                    "key": entry.key,
+                    "suggestion": suggestion,
+                    "unknown_keys": spec.unknown_keys,
+                },
             )
     return iter(())
 
@@ -411,9 +415,7 @@ def check_spec_method(ctx: UnitContext) -> Iterator[Finding]:
         close = difflib.get_close_matches(method, accepted, n=1, cutoff=0.6)
         did_you_mean = f"; did you mean `{close[0]}`?" if close else ""
         if catalog.speculative_config.unknown_keys == "type_error":
-            what = (
-                f"{_v(catalog)} has no speculative method {method!r}: it fails {AT_ENGINE}"
-            )
+            what = f"{_v(catalog)} has no speculative method {method!r}: it fails {AT_ENGINE}"
         else:
             what = (
                 f"{_v(catalog)} refuses to start {AT_ENGINE}: pydantic rejects method "
@@ -424,8 +426,12 @@ def check_spec_method(ctx: UnitContext) -> Iterator[Finding]:
             entry.value_text.span(),
             what + also + did_you_mean,
             path=vc.path,
-            data={**_spec_data(view), "method": method, "accepted_by": others,
-                  "methods_accepted": list(accepted)},
+            data={
+                **_spec_data(view),
+                "method": method,
+                "accepted_by": others,
+                "methods_accepted": list(accepted),
+            },
         )
     return iter(())
 
@@ -471,8 +477,8 @@ def check_spec_method_deprecated(ctx: UnitContext) -> Iterator[Finding]:
             ctx.add(
                 "VL308",
                 entry.value_text.span(),
-                f"{_v(catalog)} logs \"method `{method}` is deprecated and replaced with "
-                "mtp\" and runs method 'mtp'; write \"mtp\"",
+                f'{_v(catalog)} logs "method `{method}` is deprecated and replaced with '
+                'mtp" and runs method \'mtp\'; write "mtp"',
                 path=vc.path,
                 data=_spec_data(view),
             )
@@ -525,15 +531,19 @@ def check_spec_values(ctx: UnitContext) -> Iterator[Finding]:
             field = fields.get(key)
             if field is None or entry.origin == "shorthand":
                 continue
-            problem = _json_type_problem(entry.value, field.type, field.nullable, pydantic,
-                                         skip_validation=_skips_validation(catalog, key))
+            problem = _json_type_problem(
+                entry.value,
+                field.type,
+                field.nullable,
+                pydantic,
+                skip_validation=_skips_validation(catalog, key),
+            )
             if problem:
                 bad_type.add(key)
                 ctx.add(
                     "VL304",
                     entry.value_text.span(),
-                    f"`{key}` must be {problem}: {_v(catalog)} fails {AT_ENGINE} with "
-                    f"{_shown(entry.value)!s}",
+                    f"`{key}` must be {problem}: {_v(catalog)} refuses to start {AT_ENGINE}",
                     path=vc.path,
                     data=_spec_data(view),
                 )
@@ -596,8 +606,8 @@ def _check_ranges(ctx: UnitContext, vc: VllmCommand, view: SpecView, bad: set[st
         ctx.add(
             "VL304",
             entry.value_text.span(),
-            f"num_speculative_tokens must be > 0: {_v(catalog)} refuses to start {AT_ENGINE} "
-            f"with {why}",
+            f"num_speculative_tokens must be > 0: {_v(catalog)} refuses to start {AT_ENGINE}: "
+            f"{why}",
             path=vc.path,
             data=_spec_data(view),
         )
@@ -621,7 +631,7 @@ def _check_ranges(ctx: UnitContext, vc: VllmCommand, view: SpecView, bad: set[st
             entry.value_text.span(),
             f"prompt_lookup_min={_shown(entry.value)} is larger than prompt_lookup_max="
             f"{_shown(view.get('prompt_lookup_max'))}: {_v(catalog)} refuses to start "
-            f"{AT_ENGINE} (\"prompt_lookup_min=… must be <= prompt_lookup_max=…\")",
+            f'{AT_ENGINE} ("prompt_lookup_min=… must be <= prompt_lookup_max=…")',
             path=vc.path,
             data=_spec_data(view),
         )
@@ -679,7 +689,7 @@ def check_spec_tp(ctx: UnitContext) -> Iterator[Finding]:
             )
         else:
             what = (
-                f"{_v(catalog)} refuses to start {AT_ENGINE}: \"TypeError: unexpected keyword "
+                f'{_v(catalog)} refuses to start {AT_ENGINE}: "TypeError: unexpected keyword '
                 "argument 'tensor_parallel_size'\"; use `draft_tensor_parallel_size`"
             )
         ctx.add("VL305", entry.key_text.span(), what, path=vc.path, data=_spec_data(view))
@@ -724,14 +734,14 @@ _LEGACY_KEYS = {
 )
 def check_removed_flags(ctx: UnitContext) -> Iterator[Finding]:
     for vc, problem in _problems(ctx, "removed_flag"):
-        key = problem.message.split("`")[1]
+        key = problem.data["flag"]
         new = _LEGACY_KEYS.get(key)
-        instead = f"; write it as the key \"{new}\" of --speculative-config" if new else ""
+        instead = f'; write it as the key "{new}" of --speculative-config' if new else ""
         ctx.add(
             "VL306",
             problem.text.span(),
             f"`{key}` was removed from vLLM: {_v(vc.args.catalog)} refuses to start "
-            f"{AT_PARSE} (\"unrecognized arguments\"){instead}",
+            f'{AT_PARSE} ("unrecognized arguments"){instead}',
             path=vc.path,
         )
     return iter(())
@@ -778,7 +788,7 @@ def check_shorthand_conflict(ctx: UnitContext) -> Iterator[Finding]:
             ctx.add(
                 "VL307",
                 entry.key_text.span(),
-                f"{_v(vc.args.catalog)} refuses to start {AT_ENGINE}: \"ValueError: {flag} "
+                f'{_v(vc.args.catalog)} refuses to start {AT_ENGINE}: "ValueError: {flag} '
                 f"and --speculative-config['{entry.key}'] are mutually exclusive\" "
                 f"(--speculative-config sets it to {_shown(other.value)})",
                 path=vc.path,
@@ -822,8 +832,10 @@ def check_spec_overridden(ctx: UnitContext) -> Iterator[Finding]:
         if len(sources) < 2:
             continue
         winner = sources[-1]
-        kept = "the dotted --speculative-config.* keys" if winner.kind == "dotted" else (
-            "the last --speculative-config"
+        kept = (
+            "the dotted --speculative-config.* keys"
+            if winner.kind == "dotted"
+            else ("the last --speculative-config")
         )
         for source in sources[:-1]:
             if source.option is None or source.option.value is None:
@@ -877,7 +889,7 @@ def check_unknown_flags(ctx: UnitContext) -> Iterator[Finding]:
             hint = f"; did you mean `{problem.suggestion}`?" if problem.suggestion else ""
             message = (
                 f"{_v(catalog)} refuses to start {AT_PARSE}: argparse reports "
-                f"\"unrecognized arguments: {word}\"{hint}"
+                f'"unrecognized arguments: {word}"{hint}'
             )
         ctx.add(
             "VL320",
@@ -925,8 +937,9 @@ def check_choices(ctx: UnitContext) -> Iterator[Finding]:
             message = f"{_v(catalog)} refuses to start {AT_PARSE}: {problem.message}{hint}"
         else:
             message = (
-                f"{problem.message}: vLLM accepts it at argument parsing but fails {AT_ENGINE} "
-                f"with \"Unknown quantization method: {problem.text.text}\"{hint}"
+                f"{problem.message}: argparse accepts it, then vLLM refuses to start when it "
+                "builds the engine config, with "
+                f'"Unknown quantization method: {problem.text.text}"{hint}'
             )
         ctx.add("VL321", problem.text.span(), message, path=vc.path, data=problem.data)
     return iter(())
@@ -1015,7 +1028,7 @@ def check_numbers(ctx: UnitContext) -> Iterator[Finding]:
         ctx.add(
             "VL323",
             problem.text.span(fallback=option.word.span() if option else None),
-            f"{_v(vc.args.catalog)} refuses to start {AT_PARSE}: {name} {problem.message}",
+            f"{_v(vc.args.catalog)} refuses to start {AT_PARSE}: {name}: {problem.message}",
             path=vc.path,
             data=problem.data,
         )
@@ -1064,7 +1077,7 @@ def check_other_json(ctx: UnitContext) -> Iterator[Finding]:
                 "VL330",
                 point(problem.text, exc.pos),
                 f"{_v(vc.args.catalog)} refuses to start {AT_PARSE}: {option.key.text} is not "
-                f"valid JSON (\"{exc.msg}\" at character {exc.pos + 1})",
+                f'valid JSON ("{exc.msg}" at character {exc.pos + 1})',
                 path=vc.path,
             )
     return iter(())
@@ -1245,16 +1258,23 @@ def check_visible_gpus(ctx: UnitContext) -> Iterator[Finding]:
         if dp > 1:
             parts.append(f"data parallel {dp}")
         anchor = next(
-            (args.last(d) for d in ("tensor_parallel_size", "pipeline_parallel_size",
-                                    "data_parallel_size_local", "data_parallel_size")
-             if args.last(d) is not None),
+            (
+                args.last(d)
+                for d in (
+                    "tensor_parallel_size",
+                    "pipeline_parallel_size",
+                    "data_parallel_size_local",
+                    "data_parallel_size",
+                )
+                if args.last(d) is not None
+            ),
             None,
         )
         span = anchor.span() if anchor is not None else _command_span(vc)
         if tp * pp > visible:
             what = (
-                f"\"World size ({tp * pp}) is larger than the number of available GPUs "
-                f"({visible}) in this node\""
+                f'"World size ({tp * pp}) is larger than the number of available GPUs '
+                f'({visible}) in this node"'
             )
         else:
             what = f"the data parallel ranks need {needed} GPUs"
@@ -1363,7 +1383,7 @@ def check_duplicate_ports(run: RunContext) -> Iterator[Finding]:
                 a.span,
                 f"port {a.port}{default} is also used by {b.unit.unit.name} "
                 f"(line {b.span.start.line}): the second server to start fails to bind "
-                "(\"address already in use\") after loading its model",
+                '("address already in use") after loading its model',
                 path=a.vc.path,
                 data={"port": a.port, "other_unit": b.unit.unit.path},
             )

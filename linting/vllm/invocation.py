@@ -170,9 +170,13 @@ class _Parser:
             self._unknown(word)
             # argparse leaves the unknown word's value as an extra positional; we skip
             # it so it is not reported twice.
-            if i + 1 < len(self.argv) and not looks_like_option(self.argv[i + 1].text, self.catalog):
-                if "=" not in word.text:
-                    return i + 2
+            nxt = self.argv[i + 1].text if i + 1 < len(self.argv) else None
+            if (
+                nxt is not None
+                and "=" not in word.text
+                and not looks_like_option(nxt, self.catalog)
+            ):
+                return i + 2
             return i + 1
         option = ParsedOption(match, word, i, [])
         self.options.append(option)
@@ -185,7 +189,7 @@ class _Parser:
                 self._problem(
                     "unexpected_value",
                     value,
-                    f"`{match.name}` takes no value: argparse exits with \"argument "
+                    f'`{match.name}` takes no value: argparse exits with "argument '
                     f"{_names(spec)}: ignored explicit argument '{match.value}'\"",
                     option,
                 )
@@ -229,7 +233,10 @@ class _Parser:
             key = key.partition(".")[0]
         if key in self.catalog.removed_flags:
             self._problem(
-                "removed_flag", word, f"`{key}` no longer exists in vLLM {self.catalog.version}"
+                "removed_flag",
+                word,
+                f"`{key}` no longer exists in vLLM {self.catalog.version}",
+                data={"flag": key},
             )
             return
         if key.startswith("--") and self.catalog.parser.allow_abbrev:
@@ -238,8 +245,8 @@ class _Parser:
                 self._problem(
                     "ambiguous_flag",
                     word,
-                    f"`{key}` is an ambiguous abbreviation: argparse exits with \"ambiguous "
-                    f"option: {key} could match {', '.join(hits[:6])}\"",
+                    f'`{key}` is an ambiguous abbreviation: argparse exits with "ambiguous '
+                    f'option: {key} could match {", ".join(hits[:6])}"',
                     data={"candidates": hits},
                 )
                 return
@@ -259,8 +266,8 @@ class _Parser:
         self._problem(
             "missing_value",
             option.word,
-            f"`{option.word.text}` needs a value: argparse exits with \"argument "
-            f"{_names(spec)}: expected {what}\"",
+            f'`{option.word.text}` needs a value: argparse exits with "argument '
+            f'{_names(spec)}: expected {what}"',
             option,
         )
 
@@ -283,7 +290,7 @@ class _Parser:
             self._problem(
                 "invalid_choice",
                 value,
-                f"argparse exits with \"argument {name}: invalid choice: {text!r}\"",
+                f'argparse exits with "argument {name}: invalid choice: {text!r}"',
                 option,
                 suggestion=suggestion,
                 data={"choices": [str(c) for c in spec.choices]},
@@ -330,9 +337,9 @@ class _Parser:
                 self._problem(
                     "model_option",
                     exact[0].word,
-                    f"vLLM {self.catalog.version} refuses to start: \"ValueError: With "
+                    f'vLLM {self.catalog.version} refuses to start: "ValueError: With '
                     "`vllm serve`, you should provide the model as a positional argument "
-                    "or in a config file instead of via the `--model` option.\"",
+                    'or in a config file instead of via the `--model` option."',
                     exact[0],
                 )
             if model_opts and (model is None or rule == "moved_to_positional"):
@@ -348,7 +355,7 @@ class _Parser:
             self._problem(
                 "extra_positional",
                 extra,
-                f"argparse exits with \"unrecognized arguments: {extra.text}\"",
+                f'argparse exits with "unrecognized arguments: {extra.text}"',
             )
         return VllmArgs(
             self.found,
@@ -390,12 +397,12 @@ def check_type(kind: str | None, text: str, version: str) -> str | None:
         try:
             int(text)
         except ValueError:
-            return f"argparse exits with \"invalid int value: {text!r}\""
+            return f'argparse exits with "invalid int value: {text!r}"'
     elif kind == "float":
         try:
             float(text)
         except ValueError:
-            return f"argparse exits with \"invalid float value: {text!r}\""
+            return f'argparse exits with "invalid float value: {text!r}"'
     elif kind == "human_int":
         return human_int_problem(text, version)
     elif kind == "json":
@@ -437,7 +444,7 @@ def human_int_problem(text: str, version: str) -> str | None:
         if "Decimals" in str(exc):
             return f'argparse exits with "{exc}"'
         return (
-            f"argparse exits with \"invalid human_readable_int value: {text!r}\" (accepted: "
+            f'argparse exits with "invalid human_readable_int value: {text!r}" (accepted: '
             "an integer, optionally with k/m/g (×1000) or K/M/G (×1024)"
             + (", t/T" if _version_key(version) >= _TERA_SINCE else "")
             + ")"
@@ -517,8 +524,9 @@ def speculative_sources(args: VllmArgs) -> list[SpecSource]:
             key = option.match.json_path[0]
             start = option.word.text.find(key, option.word.text.find("."))
             key_text = option.word[start : start + len(key)] if start >= 0 else option.word
-            dotted.append(SpecEntry(key, _dotted_value(value.text, args), key_text, value,
-                                    "dotted"))
+            dotted.append(
+                SpecEntry(key, _dotted_value(value.text, args), key_text, value, "dotted")
+            )
             continue
         if value.text in option.spec.also_accepts:
             sources.append(SpecSource(option, [], "json"))  # '' / 'None' → no config

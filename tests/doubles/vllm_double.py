@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import json
 import os
 import re
@@ -579,14 +578,13 @@ def fail(lines: str) -> int:
 # EngineCore child: process title, cgroup escape, GPU registrations
 
 
-PR_SET_NAME = 15
-PR_SET_PDEATHSIG = 1
-
-
 def set_process_title(title: str) -> None:
-    """Like setproctitle: comm via prctl, and argv memory rewritten so `ps` shows the title."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_NAME, title.encode()[:15], 0, 0, 0)
+    """Like setproctitle: comm (15 bytes, what prctl(PR_SET_NAME) sets) and the argv memory.
+
+    No ctypes: minimal hosts may lack libffi. /proc/self/comm is writable by the process.
+    """
+    with contextlib.suppress(OSError), open("/proc/self/comm", "w") as comm:
+        comm.write(title[:15])
     with open("/proc/self/stat") as f:
         rest = f.read().rsplit(")", 1)[1].split()
     arg_start, arg_end = int(rest[45]), int(rest[46])
@@ -654,9 +652,6 @@ def _engine_core(
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             signal.signal(signal.SIGHUP, signal.SIG_IGN)
         else:
-            ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() == 1:
-                os._exit(0)
             on_term = signal.SIG_IGN if ignore_sigterm else (lambda *_: os._exit(0))
             signal.signal(signal.SIGTERM, on_term)
         used = gpu_state.used_mib(gpu)
@@ -677,8 +672,12 @@ def _engine_core(
             gpu_state.register(gpu, i, os.getpid(), mib)
         os.write(report_fd, b"ready\n")
         os.close(report_fd)
+        parent = os.getppid()
         while True:
-            time.sleep(3600)
+            # Dies with its API server like vLLM's EngineCore (a poll instead of PDEATHSIG).
+            if not leftover and os.getppid() != parent:
+                os._exit(0)
+            time.sleep(0.2)
     except BaseException:  # never fall back into the parent's code path
         traceback.print_exc()
         code = 1
