@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import glob
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from linting.context import LintOptions, RunContext, UnitContext
@@ -100,16 +101,25 @@ def lint_text(text: str, name: str = "unit.service", options: LintOptions | None
 def lint_units(units: list[UnitFile], options: LintOptions) -> Report:
     rules = [r for r in all_rules() if _active(r.code, options)]
     contexts = [UnitContext(u, options) for u in units]
-    for ctx in contexts:
-        for rule in rules:
-            if rule.check is not None:
-                for finding in rule.check(ctx) or ():
-                    ctx.findings.append(finding)
+    if not contexts:
+        return Report()
     run = RunContext(contexts, options)
-    for rule in rules:
-        if rule.check_run is not None:
-            for finding in rule.check_run(run) or ():
-                contexts[0].findings.append(finding)
+    for ctx in contexts:
+        ctx.commands  # noqa: B018  (parse every Exec line once, before threads share them)
+    # ShellCheck runs in subprocesses: start it first and let it work while the other
+    # rules run in this thread (the wait releases the GIL), instead of one after the other.
+    background = [r for r in rules if r.code == "SC" and r.check_run is not None]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = [pool.submit(_drain, r.check_run, run) for r in background]  # type: ignore[arg-type]
+        for ctx in contexts:
+            for rule in rules:
+                if rule.check is not None:
+                    ctx.findings.extend(rule.check(ctx) or ())
+        for rule in rules:
+            if rule.check_run is not None and rule not in background:
+                contexts[0].findings.extend(rule.check_run(run) or ())
+        for future in pending:
+            contexts[0].findings.extend(future.result())
     report = Report()
     active = {r.code for r in rules}
     for ctx in contexts:
@@ -127,6 +137,10 @@ def lint_units(units: list[UnitFile], options: LintOptions) -> Report:
     for fr in report.files:
         fr.findings.sort(key=lambda f: f.sort_key)
     return report
+
+
+def _drain(check: Callable[[RunContext], Iterable[Finding]], run: RunContext) -> list[Finding]:
+    return list(check(run) or ())
 
 
 def _active(code: str, options: LintOptions) -> bool:

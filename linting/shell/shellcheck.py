@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from linting.shell import diskcache
 from linting.shell.positions import LineIndex
 from linting.spans import Pos, Span, Traced
 
@@ -122,8 +123,16 @@ def check_scripts(
     jobs = {i: _Job.of(s, excluded, identity) for i, s in todo}
     fresh: dict[str, tuple[_Raw, ...]] = {}
     missing = {job.key: job for job in jobs.values() if job.key not in _CACHE}
+    for key in list(missing):
+        stored = diskcache.load(key)
+        if stored is not None:
+            fresh[key] = tuple(_Raw.from_json(item) for item in stored)
+            del missing[key]
     if missing:
-        fresh = _run_batches(binary, list(missing.values()), excluded, max_processes)
+        computed = _run_batches(binary, list(missing.values()), excluded, max_processes)
+        diskcache.store({k: [r.to_json() for r in v] for k, v in computed.items()})
+        fresh.update(computed)
+    if fresh:
         _remember(fresh)
     for i, script in todo:
         key = jobs[i].key
@@ -228,6 +237,23 @@ class _Raw:
     script_line: int
     script_column: int
     replacements: tuple[tuple[int, int, str], ...] | None
+
+    def to_json(self) -> list:
+        return [
+            self.code,
+            self.level,
+            self.message,
+            self.start,
+            self.end,
+            self.script_line,
+            self.script_column,
+            None if self.replacements is None else [list(r) for r in self.replacements],
+        ]
+
+    @classmethod
+    def from_json(cls, item: list) -> _Raw:
+        reps = item[7]
+        return cls(*item[:7], None if reps is None else tuple(tuple(r) for r in reps))
 
 
 _CACHE: dict[str, tuple[_Raw, ...]] = {}
