@@ -14,7 +14,6 @@ import pytest
 
 from tests.testhost import TestHost, find_leftovers, pick_free_ports, reap_leftovers
 
-pytest_plugins = ["tests.testhost.pytest_plugin"]
 
 pytestmark = pytest.mark.testhost
 

@@ -32,6 +32,7 @@ class EnvProblem:
     kind: str
     message: str
     span: Span
+    path: str = ""  # the file of the assignment (a drop-in, maybe)
 
 
 def parse_environment(
@@ -58,6 +59,7 @@ def parse_environment(
                         f"{exc.args[0]}: systemd ignores this and every later assignment "
                         'on the line ("Invalid syntax, ignoring")',
                         a.value.span(exc.offset, exc.offset + width),
+                        a.path,
                     )
                 )
                 break
@@ -68,7 +70,9 @@ def parse_environment(
                 text = resolve(word.value, version, specifier_values).text
             except SpecifierError as exc:
                 problems.append(
-                    EnvProblem("unknown-specifier", f"unknown specifier '%{exc.use.letter}'", span)
+                    EnvProblem(
+                        "unknown-specifier", f"unknown specifier '%{exc.use.letter}'", span, a.path
+                    )
                 )
                 continue
             name, eq, value = text.partition("=")
@@ -78,6 +82,7 @@ def parse_environment(
                         "invalid-assignment",
                         f"Invalid environment assignment, ignoring: {text}",
                         span,
+                        a.path,
                     )
                 )
                 continue
@@ -177,7 +182,10 @@ def load_environment_files(
         if not path_text.startswith("/"):
             problems.append(
                 EnvProblem(
-                    "relative-path", f"Path '{path_text}' is not absolute, ignoring", raw.span()
+                    "relative-path",
+                    f"Path '{path_text}' is not absolute, ignoring",
+                    raw.span(),
+                    a.path,
                 )
             )
             continue

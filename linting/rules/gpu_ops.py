@@ -299,11 +299,21 @@ def check_stop_timeout(ctx: UnitContext) -> Iterator[Finding]:
     timeout, span = _seconds(ctx, "TimeoutSec", "TimeoutStopSec")
     if span is None or timeout is None or timeout >= MIN_STOP_TIMEOUT_SEC:
         return iter(())
+    # the file the setting came from (a drop-in, maybe)
+    path = next(
+        a.path
+        for a in reversed(ctx.unit.assignments)
+        if a.section == "Service"
+        and a.name in ("TimeoutSec", "TimeoutStopSec")
+        and a.value.text
+        and a.value.span() == span
+    )
     ctx.add(
         "OP405",
         span,
         f"systemd sends SIGKILL {_fmt(timeout)} after asking vLLM to stop: too short for "
         f"its workers to free GPU memory cleanly; use at least {_fmt(MIN_STOP_TIMEOUT_SEC)}",
+        path=path,
     )
     return iter(())
 

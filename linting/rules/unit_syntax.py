@@ -544,18 +544,21 @@ def check_missing_exec_start(ctx: UnitContext) -> Iterator[Finding]:
     keys = {c.key for c in ctx.commands}
     if keys & {"ExecStart", "ExecStop"} or unit.last_value("Unit", "SuccessAction"):
         return iter(())
-    anchor = next((h.span for h in unit.headers if h.name == "Service"), None)
-    if anchor is None:
-        anchor = unit.headers[0].span if unit.headers else None
-    if anchor is None:
+    header = next((h for h in unit.headers if h.name == "Service"), None)
+    if header is None:
+        header = unit.headers[0] if unit.headers else None
+    if header is None:
         from linting.spans import Pos, Span
 
-        anchor = Span(Pos(1, 1), Pos(1, 2))
+        anchor, path = Span(Pos(1, 1), Pos(1, 2)), None
+    else:
+        anchor, path = header.span, header.path
     ctx.add(
         "SD112",
         anchor,
         "no ExecStart= command systemd would run: it refuses to load the service "
         '("Service has no ExecStart=, ExecStop=, or SuccessAction=")',
+        path=path,
     )
     return iter(())
 
@@ -588,7 +591,7 @@ def check_missing_exec_start(ctx: UnitContext) -> Iterator[Finding]:
 )
 def check_environment(ctx: UnitContext) -> Iterator[Finding]:
     for problem in ctx.environment_problems:
-        ctx.add("SD113", problem.span, problem.message)
+        ctx.add("SD113", problem.span, problem.message, path=problem.path or None)
     return iter(())
 
 

@@ -249,7 +249,7 @@ def test_whole_word_variable_honours_quotes_in_its_value():
 
 def test_split_value_keeps_unbalanced_quote_content():
     assert split_value("a 'b c") == ["a", "b c"]
-    assert split_value('x\\ y') == ["x y"]
+    assert split_value("x\\ y") == ["x y"]
 
 
 def test_unset_whole_word_variable_removes_the_argument():
@@ -289,9 +289,7 @@ def test_unterminated_brace_stays_literal():
 
 
 def test_double_dollar_is_a_dollar():
-    assert argv("/bin/sh -c 'echo $$HOME $${X} $$$$'") == [
-        ["/bin/sh", "-c", "echo $HOME ${X} $$"]
-    ]
+    assert argv("/bin/sh -c 'echo $$HOME $${X} $$$$'") == [["/bin/sh", "-c", "echo $HOME ${X} $$"]]
 
 
 def test_double_dollar_word_is_not_a_whole_word_reference():
@@ -319,9 +317,7 @@ def test_substituted_words_point_at_the_dollar():
     parts, subs = expand_word(traced("--n=${N}"), {"N": "ab"})
     assert parts[0].text == "--n=ab"
     assert parts[0].origins[4:] == (Pos(1, 5), Pos(1, 5))
-    assert [(s.name, s.braced, s.start, s.end, s.value) for s in subs] == [
-        ("N", True, 4, 8, "ab")
-    ]
+    assert [(s.name, s.braced, s.start, s.end, s.value) for s in subs] == [("N", True, 4, 8, "ab")]
 
 
 # --- Environment= -----------------------------------------------------------------------

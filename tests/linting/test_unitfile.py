@@ -105,9 +105,7 @@ def test_bad_section_header_in_dropin_only_ends_that_dropin(tmp_path: Path):
 
 
 def test_backslash_continues_line_and_becomes_a_space():
-    assert values("[Service]\nExecStart=/bin/echo a\\\n  b\n", "ExecStart") == [
-        "/bin/echo a   b"
-    ]
+    assert values("[Service]\nExecStart=/bin/echo a\\\n  b\n", "ExecStart") == ["/bin/echo a   b"]
 
 
 def test_comment_lines_inside_a_continuation_are_skipped():
@@ -267,12 +265,7 @@ def test_findings_in_dropins_point_into_the_dropin(tmp_path: Path):
 
 
 def test_disable_comment_on_line_above_silences_that_code_only():
-    text = (
-        "[Service]\n"
-        "# lintunits: disable=SD102\n"
-        "Enviroment=A=1\n"
-        "Enviromint=B=1\n"
-    )
+    text = "[Service]\n# lintunits: disable=SD102\nEnviroment=A=1\nEnviromint=B=1\n"
     report = lint_text(text, "x.service", LintOptions(shellcheck=False))
     lines = [f.span.start.line for f in report.files[0].findings if f.code == "SD102"]
     assert lines == [4]

@@ -1,0 +1,188 @@
+"""OP rules: how a GPU service behaves when systemd starts, stops and restarts it
+(DESIGN.md fact 6: TimeoutStartSec= bounds each ExecStartPre= separately, vLLM sends no
+READY=1, KillMode=process lets workers survive)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from linting.context import LintOptions
+from linting.engine import lint_paths, lint_text
+from linting.findings import Finding, Severity
+
+VLLM = "ExecStart=/opt/vllm/bin/vllm serve /models/m\n"
+GOOD = "[Service]\nType=exec\n" + VLLM + "Restart=on-failure\nTimeoutStopSec=120s\n"
+
+
+def lint(text: str, code: str) -> list[Finding]:
+    report = lint_text(text, "vllm.service", LintOptions(shellcheck=False))
+    return [f for f in report.files[0].findings if f.code == code]
+
+
+def where(finding: Finding) -> tuple[int, int, int]:
+    return finding.span.start.line, finding.span.start.column, finding.span.end.column
+
+
+@pytest.mark.parametrize("code", ["OP401", "OP402", "OP403", "OP404", "OP405", "OP406", "OP407"])
+def test_good_vllm_unit_has_no_op_findings(code):
+    assert lint(GOOD, code) == []
+
+
+# --- OP401 ------------------------------------------------------------------------------
+
+
+def test_op401_notify_type_with_vllm():
+    (f,) = lint("[Service]\nType=notify\n" + VLLM, "OP401")
+    assert where(f) == (2, 6, 12)
+    assert f.severity == Severity.ERROR
+    assert "never sends READY=1" in f.message
+    assert "TimeoutStartSec (90 s)" in f.message
+
+
+def test_op401_names_the_configured_timeout():
+    (f,) = lint("[Service]\nType=notify\nTimeoutStartSec=45min\n" + VLLM, "OP401")
+    assert "TimeoutStartSec (45 min)" in f.message
+
+
+def test_op401_notify_for_other_programs_is_fine():
+    assert lint("[Service]\nType=notify\nExecStart=/usr/sbin/sshd -D\n", "OP401") == []
+
+
+# --- OP402 ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["process", "none"])
+def test_op402_kill_mode_leaves_workers(mode):
+    (f,) = lint(f"[Service]\nKillMode={mode}\n" + VLLM, "OP402")
+    assert where(f) == (2, 10, 10 + len(mode))
+    assert "EngineCore" in f.message
+
+
+@pytest.mark.parametrize("mode", ["control-group", "mixed"])
+def test_op402_group_kill_modes_are_fine(mode):
+    assert lint(f"[Service]\nKillMode={mode}\n" + VLLM, "OP402") == []
+
+
+# --- OP403 ------------------------------------------------------------------------------
+
+LOOP = (
+    "ExecStartPre=/bin/bash -c 'for i in $$(seq 1 60); do nvidia-smi | grep -q . || exit 0;"
+    " sleep 5; done; exit 1'\n"
+)
+
+
+def test_op403_wait_loop_longer_than_default_start_timeout():
+    (f,) = lint("[Service]\n" + VLLM + LOOP, "OP403")
+    assert where(f) == (3, 14, len(LOOP))
+    assert f.severity == Severity.ERROR
+    assert "at least 5 min (60 × 5 s)" in f.message
+    assert "TimeoutStartSec=90 s (the default)" in f.message
+
+
+def test_op403_enough_start_timeout_is_fine():
+    assert lint("[Service]\nTimeoutStartSec=10min\n" + VLLM + LOOP, "OP403") == []
+
+
+def test_op403_unbounded_loop_is_a_warning():
+    text = "[Service]\n" + VLLM + "ExecStartPre=/bin/bash -c 'while true; do sleep 1; done'\n"
+    (f,) = lint(text, "OP403")
+    assert f.severity == Severity.WARNING
+    assert "no bound" in f.message
+
+
+def test_op403_unbounded_loop_with_infinite_timeout_is_fine():
+    text = (
+        "[Service]\nTimeoutStartSec=infinity\n"
+        + VLLM
+        + "ExecStartPre=/bin/bash -c 'while true; do sleep 1; done'\n"
+    )
+    assert lint(text, "OP403") == []
+
+
+# --- OP404 ------------------------------------------------------------------------------
+
+
+def test_op404_no_restart_policy_points_at_service_header():
+    (f,) = lint("[Unit]\nDescription=x\n[Service]\n" + VLLM, "OP404")
+    assert where(f) == (3, 1, 10)
+    assert "Restart=on-failure" in f.message
+
+
+def test_op404_restart_no_points_at_the_value():
+    (f,) = lint("[Service]\n" + VLLM + "Restart=no\n", "OP404")
+    assert where(f) == (3, 9, 11)
+
+
+def test_op404_not_for_non_vllm_services():
+    assert lint("[Service]\nExecStart=/usr/sbin/sshd -D\n", "OP404") == []
+
+
+# --- OP405 ------------------------------------------------------------------------------
+
+
+def test_op405_short_stop_timeout():
+    (f,) = lint("[Service]\n" + VLLM + "TimeoutStopSec=5s\n", "OP405")
+    assert where(f) == (3, 16, 18)
+    assert "SIGKILL 5 s after" in f.message
+
+
+def test_op405_timeout_sec_counts_too():
+    (f,) = lint("[Service]\n" + VLLM + "TimeoutSec=10\n", "OP405")
+    assert where(f) == (3, 12, 14)
+
+
+def test_op405_points_into_the_dropin(tmp_path: Path):
+    unit = tmp_path / "vllm.service"
+    unit.write_text("[Service]\n" + VLLM)
+    (tmp_path / "vllm.service.d").mkdir()
+    dropin = tmp_path / "vllm.service.d" / "stop.conf"
+    dropin.write_text("[Service]\n\nTimeoutStopSec=5s\n")
+    report = lint_paths([str(unit)], LintOptions(shellcheck=False))
+    (f,) = [f for f in report.files[0].findings if f.code == "OP405"]
+    assert f.path == str(dropin)
+    assert where(f) == (3, 16, 18)
+
+
+def test_op405_default_stop_timeout_is_fine():
+    assert lint("[Service]\n" + VLLM, "OP405") == []
+
+
+# --- OP406 ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line", ["ExecStartPre=/bin/sleep 30\n", "ExecStartPre=/bin/bash -c 'sleep 30'\n"]
+)
+def test_op406_fixed_sleep_before_start(line):
+    (f,) = lint("[Service]\n" + VLLM + line, "OP406")
+    assert where(f) == (3, 14, len(line))
+    assert "waits a fixed time" in f.message
+
+
+def test_op406_sleep_inside_a_check_loop_is_fine():
+    assert lint("[Service]\n" + VLLM + LOOP, "OP406") == []
+
+
+# --- OP407 ------------------------------------------------------------------------------
+
+CHECK = "ExecStartPre=/bin/bash -c 'nvidia-smi -i 0,1,2,3 --query-gpu=memory.used --format=csv'\n"
+
+
+def test_op407_gpu_check_covers_a_subset():
+    text = "[Service]\nEnvironment=CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7\n" + VLLM + CHECK
+    (f,) = lint(text, "OP407")
+    assert where(f) == (4, 42, 49)
+    assert "GPU(s) 0,1,2,3 only" in f.message
+    assert "8 GPUs" in f.message
+
+
+def test_op407_tensor_parallel_size_counts_gpus():
+    text = "[Service]\nExecStart=/opt/vllm/bin/vllm serve /m --tensor-parallel-size 8\n" + CHECK
+    assert len(lint(text, "OP407")) == 1
+
+
+def test_op407_check_of_all_used_gpus_is_fine():
+    text = "[Service]\nEnvironment=CUDA_VISIBLE_DEVICES=0,1,2,3\n" + VLLM + CHECK
+    assert lint(text, "OP407") == []
