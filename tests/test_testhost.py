@@ -14,7 +14,6 @@ import pytest
 
 from tests.testhost import TestHost, find_leftovers, pick_free_ports, reap_leftovers
 
-
 pytestmark = pytest.mark.testhost
 
 REPO = Path(__file__).resolve().parents[1]
