@@ -30,6 +30,8 @@ INSTALLED_APPS = [
     "django_q",
     "linting",
     "units",
+    "audit",
+    "deploys",
 ]
 
 MIDDLEWARE = [

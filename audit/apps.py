@@ -1,0 +1,8 @@
+"""Append-only, hash-chained history of every state change."""
+
+from django.apps import AppConfig
+
+
+class AuditConfig(AppConfig):
+    name = "audit"
+    default_auto_field = "django.db.models.BigAutoField"

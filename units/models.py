@@ -1,0 +1,172 @@
+"""vLLM service profiles and their immutable versions.
+
+A `ServiceProfile` row holds the *current* settings (so lists can filter and search
+them); every save also appends a `ProfileVersion` with a snapshot of all settings, the
+rendered unit text and its hash. Versions are never changed or deleted: history is how
+operators answer "what ran, and who changed it".
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from units.names import validate_unit_name
+
+RESTART_CHOICES = [
+    ("no", "no"),
+    ("on-failure", "on-failure"),
+    ("on-abnormal", "on-abnormal"),
+    ("always", "always"),
+]
+
+
+class ServiceProfile(models.Model):
+    """One vLLM service, described once, rendered into a systemd unit."""
+
+    # identity
+    name = models.CharField(
+        max_length=247,
+        unique=True,
+        validators=[validate_unit_name],
+        help_text="Unit name without .service, e.g. vllm-kimi-k25-int4",
+    )
+    description = models.CharField(max_length=200, blank=True)
+    # what runs
+    vllm_executable = models.CharField(
+        max_length=500, help_text="Absolute path to `vllm`, or to a venv's python"
+    )
+    model = models.CharField(max_length=500, help_text="Model path or Hugging Face ID")
+    served_model_names = models.JSONField(default=list, blank=True)
+    host = models.CharField(max_length=100, default="0.0.0.0")
+    port = models.PositiveIntegerField(
+        default=8000, validators=[MinValueValidator(1), MaxValueValidator(65535)]
+    )
+    tensor_parallel_size = models.PositiveIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(64)]
+    )
+    gpu_devices = models.CharField(
+        max_length=2000,
+        blank=True,
+        help_text="CUDA_VISIBLE_DEVICES: comma-separated indices or GPU UUIDs (empty: all)",
+    )
+    gpu_memory_utilization = models.DecimalField(
+        max_digits=4,
+        decimal_places=3,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0.001")), MaxValueValidator(Decimal("1"))],
+    )
+    max_model_len = models.CharField(max_length=20, blank=True, help_text="e.g. 32768 or 32k")
+    max_num_seqs = models.PositiveIntegerField(null=True, blank=True)
+    quantization = models.CharField(max_length=50, blank=True)
+    kv_cache_dtype = models.CharField(max_length=30, blank=True)
+    trust_remote_code = models.BooleanField(default=False)
+    enable_expert_parallel = models.BooleanField(default=False)
+    # speculative decoding (method-specific fields; see units/speculative.py)
+    spec_method = models.CharField(max_length=50, blank=True)
+    spec_num_tokens = models.PositiveIntegerField(null=True, blank=True)
+    spec_prompt_lookup_min = models.PositiveIntegerField(null=True, blank=True)
+    spec_prompt_lookup_max = models.PositiveIntegerField(null=True, blank=True)
+    spec_draft_model = models.CharField(max_length=500, blank=True)
+    spec_draft_tensor_parallel_size = models.PositiveIntegerField(null=True, blank=True)
+    extra_args = models.JSONField(default=list, blank=True)
+    environment = models.JSONField(default=dict, blank=True)
+    # how systemd runs it
+    user = models.CharField(max_length=64, blank=True)
+    group = models.CharField(max_length=64, blank=True)
+    working_directory = models.CharField(max_length=500, blank=True)
+    restart = models.CharField(max_length=20, choices=RESTART_CHOICES, default="on-failure")
+    restart_sec = models.PositiveIntegerField(default=30)
+    timeout_start_sec = models.PositiveIntegerField(
+        default=3600, help_text="Seconds; model loading of large MoE models takes long"
+    )
+    timeout_stop_sec = models.PositiveIntegerField(default=120)
+    gpu_free_wait = models.BooleanField(
+        default=True, help_text="Before start, wait until every GPU is free"
+    )
+    gpu_free_wait_sec = models.PositiveIntegerField(default=120)
+    gpu_free_threshold_mib = models.PositiveIntegerField(default=1024)
+    # linting targets
+    target_vllm_version = models.CharField(max_length=20, default="0.16.0")
+    target_systemd_version = models.PositiveIntegerField(default=252)
+    # bookkeeping
+    archived = models.BooleanField(default=False)
+    cloned_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="variants"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        indexes = [
+            models.Index(fields=["archived", "name"]),
+            models.Index(fields=["spec_method"]),
+            models.Index(fields=["target_vllm_version"]),
+        ]
+
+    def __str__(self) -> str:
+        return self.unit_name
+
+    @property
+    def unit_name(self) -> str:
+        return f"{self.name}.service"
+
+    def delete(self, *args: object, **kwargs: object):  # type: ignore[override]
+        raise ValidationError("Profiles are archived, never deleted: their history must stay.")
+
+
+# Every setting that belongs to a version snapshot (bookkeeping fields excluded).
+PROFILE_FIELDS: tuple[str, ...] = tuple(
+    f.name
+    for f in ServiceProfile._meta.local_fields
+    if f.name not in {"id", "archived", "cloned_from", "created_at", "updated_at"}
+)
+
+
+class ProfileVersionQuerySet(models.QuerySet):
+    def update(self, **kwargs: object) -> int:
+        raise ValidationError("Profile versions are immutable.")
+
+    def delete(self):  # type: ignore[override]
+        raise ValidationError("Profile versions are immutable.")
+
+
+class ProfileVersion(models.Model):
+    """An immutable snapshot: the settings, the unit they render to, who and when."""
+
+    profile = models.ForeignKey(ServiceProfile, on_delete=models.PROTECT, related_name="versions")
+    number = models.PositiveIntegerField()
+    data = models.JSONField()
+    unit_text = models.TextField()
+    unit_sha256 = models.CharField(max_length=64)
+    changed_fields = models.JSONField(default=list)
+    comment = models.CharField(max_length=500, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ProfileVersionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["profile", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["profile", "number"], name="unique_version_number")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.profile.name} v{self.number}"
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        if self.pk is not None:
+            raise ValidationError("Profile versions are immutable.")
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+    def delete(self, *args: object, **kwargs: object):  # type: ignore[override]
+        raise ValidationError("Profile versions are immutable.")
