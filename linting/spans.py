@@ -7,8 +7,10 @@ every derived string carries an `origins` list: for each character, where it cam
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from itertools import repeat
+from typing import NamedTuple, overload
 
 
 class Pos(NamedTuple):
@@ -38,12 +40,57 @@ class Span:
         return Span(min(self.start, other.start), max(self.end, other.end))
 
 
+class LineOrigins(Sequence[Pos]):
+    """The positions of `size` consecutive characters on one line, computed on demand.
+
+    Most characters of a unit file are never looked at individually; creating a `Pos` for
+    each of them was most of the linter's time. Behaves like the tuple it stands for."""
+
+    __slots__ = ("line", "size", "start")
+
+    def __init__(self, line: int, start: int, size: int) -> None:
+        self.line, self.start, self.size = line, start, max(size, 0)
+
+    def __len__(self) -> int:
+        return self.size
+
+    @overload
+    def __getitem__(self, index: int) -> Pos: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Pos]: ...
+    def __getitem__(self, index: int | slice) -> Pos | Sequence[Pos]:
+        if isinstance(index, slice):
+            first, stop, step = index.indices(self.size)
+            if step != 1:
+                return tuple(self)[index]
+            return LineOrigins(self.line, self.start + first, stop - first)
+        if index < 0:
+            index += self.size
+        if not 0 <= index < self.size:
+            raise IndexError("LineOrigins index out of range")
+        return Pos(self.line, self.start + index)
+
+    def __iter__(self) -> Iterator[Pos]:
+        return map(Pos, repeat(self.line, self.size), range(self.start, self.start + self.size))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"LineOrigins(line={self.line}, start={self.start}, size={self.size})"
+
+
 @dataclass(frozen=True)
 class Traced:
     """A string plus the file position of each of its characters."""
 
     text: str
-    origins: tuple[Pos, ...]
+    origins: Sequence[Pos]
 
     def __post_init__(self) -> None:
         if len(self.text) != len(self.origins):
@@ -65,6 +112,8 @@ class Traced:
                 return Span.at(self.origins[min(start, len(self.origins) - 1)])
             return Span(Pos(1, 1), Pos(1, 2))
         points = self.origins[start:end]
+        if isinstance(points, LineOrigins):
+            return Span(points[0], points[-1].next())
         return Span(min(points), max(points).next())
 
     def strip(self, chars: str = " \t\n\r") -> Traced:

@@ -16,10 +16,11 @@ findings can point into the right physical line even across continuations.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from linting.spans import Pos, Span, Traced
+from linting.spans import LineOrigins, Pos, Span, Traced
 
 WHITESPACE = " \t\n\r"
 COMMENTS = "#;"
@@ -133,46 +134,53 @@ class UnitFile:
         return bool(codes) and (code in codes or "all" in codes)
 
 
-def _physical_lines(text: str) -> list[tuple[str, list[Pos], int]]:
+_SEGMENT = re.compile(r"([^\n\r\0]*)([\n\r\0]*)")
+
+
+def _physical_lines(text: str) -> list[tuple[str, Sequence[Pos], int]]:
     """Split like `read_line()` (src/basic/fileio.c): LF, CR and NUL each end a line, and
     one line end is a run of them in which no kind repeats (CR LF, LF CR), so a lone CR
     ends a line too. Positions count lines by LF only, as editors and our carets do; a
     leading BOM is dropped. Returns (text, positions, line number of its start)."""
-    result: list[tuple[str, list[Pos], int]] = []
-    chars: list[str] = []
-    origins: list[Pos] = []
-    line, column = 1, 1
-    i, n = 0, len(text)
+    result: list[tuple[str, Sequence[Pos], int]] = []
+    line, column, pos, n = 1, 1, 0, len(text)
     if text.startswith("\ufeff"):
-        i, column = 1, 2
+        pos, column = 1, 2
     start = line
-    while i < n:
-        c = text[i]
-        if c not in "\n\r\0":
-            chars.append(c)
-            origins.append(Pos(line, column))
-            column += 1
-            i += 1
-            continue
+    while pos < n:
+        match = _SEGMENT.match(text, pos)
+        assert match is not None  # the pattern matches the empty string
+        segment, ends = match.group(1), match.group(2)
+        size = len(segment)
+        origins = LineOrigins(line, column, size)
+        column += size
+        pos = match.end()
+        if segment or ends:
+            result.append((segment, origins, start))
         seen: set[str] = set()
-        while i < n and text[i] in "\n\r\0" and text[i] not in seen:
-            seen.add(text[i])
-            if text[i] == "\n":
+        for ch in ends:
+            if ch in seen:  # a second line end in the run: an empty line between
+                result.append(("", [], line))
+                seen = set()
+            seen.add(ch)
+            if ch == "\n":
                 line, column = line + 1, 1
             else:
                 column += 1
-            i += 1
-        result.append(("".join(chars), origins, start))
-        chars, origins, start = [], [], line
-    if chars:
-        result.append(("".join(chars), origins, start))
+        start = line
     return result
+
+
+def _joined_origins(pieces: list[tuple[str, Sequence[Pos]]]) -> Sequence[Pos]:
+    if len(pieces) == 1:
+        return pieces[0][1]
+    return tuple(o for _, orig in pieces for o in orig)
 
 
 def _logical_lines(text: str) -> list[tuple[Traced, int]]:
     """Join continuation lines exactly like conf-parser.c; returns (line, first line number)."""
     result: list[tuple[Traced, int]] = []
-    continuation: list[tuple[str, list[Pos]]] | None = None
+    continuation: list[tuple[str, Sequence[Pos]]] | None = None
     start_line = 0
     for raw, origins, number in _physical_lines(text):
         if continuation is not None:
@@ -192,13 +200,11 @@ def _logical_lines(text: str) -> list[tuple[Traced, int]]:
             continuation[-1] = (last_text[:-1] + " ", last_origins)
             continue
         text_joined = "".join(part for part, _ in continuation)
-        origins_joined = tuple(o for _, orig in continuation for o in orig)
-        result.append((Traced(text_joined, origins_joined), start_line))
+        result.append((Traced(text_joined, _joined_origins(continuation)), start_line))
         continuation = None
     if continuation is not None:
         text_joined = "".join(part for part, _ in continuation)
-        origins_joined = tuple(o for _, orig in continuation for o in orig)
-        result.append((Traced(text_joined, origins_joined), start_line))
+        result.append((Traced(text_joined, _joined_origins(continuation)), start_line))
     return result
 
 

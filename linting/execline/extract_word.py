@@ -9,6 +9,7 @@ fails the word. Each output character keeps the file position it came from.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from linting.execline.cunescape import cunescape_one
@@ -43,6 +44,9 @@ class Word:
     quotes: tuple[QuoteRegion, ...]
 
 
+_SIMPLE_WORD = re.compile(r"[^ \t\n\r'\"\\]+")
+
+
 class _Strict(Exception):
     def __init__(self, offset: int) -> None:
         super().__init__("Unknown escape sequence")
@@ -57,6 +61,14 @@ def _extract(text: Traced, pos: int, relax: bool) -> tuple[Word | None, int]:
     if pos >= n:
         return None, n
     start = pos
+    simple = _SIMPLE_WORD.match(s, pos)
+    end = simple.end() if simple else pos
+    if end > pos and (end == n or s[end] in WHITESPACE):
+        # No quotes, no backslashes: the word is the input itself (no per-character work).
+        after = end
+        while after < n and s[after] in WHITESPACE:
+            after += 1
+        return Word(text[pos:end], start, end, (), ()), after
     out: list[str] = []
     origins: list[Pos] = []
     unknown: list[int] = []
