@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint format deps debian-deps migrate bench clean
+.PHONY: run test test-slow testhost-257 lint format deps debian-deps migrate bench clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -31,6 +31,13 @@ test: deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+
+# The slow set: a second test host booted from Debian 13 (systemd 257), built once.
+testhost-257: deps
+	./scripts/make-trixie-root.sh
+
+test-slow: testhost-257
+	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
 lint: deps
 	$(BIN)/ruff check .
