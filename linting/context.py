@@ -23,6 +23,22 @@ from linting.spans import Span
 from linting.unitfile import Assignment, UnitFile
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"
+# Before v255 distributions built systemd with split-usr (path-util.h DEFAULT_PATH_SPLIT_USR);
+# v255 removed it. Measured by tests/differential: Debian 12's 252 passes this, 257 the above.
+DEFAULT_PATH_SPLIT_USR = DEFAULT_PATH + ":/sbin:/bin"
+# Shells systemd treats as "no login" (user-util.c is_nologin_shell()): no $SHELL then.
+NOLOGIN_SHELLS = frozenset(
+    (
+        "/bin/nologin",
+        "/sbin/nologin",
+        "/usr/bin/nologin",
+        "/usr/sbin/nologin",
+        "/bin/true",
+        "/usr/bin/true",
+        "/bin/false",
+        "/usr/bin/false",
+    )
+)
 # Set by systemd for every command (exec.c build_environment()); values vary per run.
 RUNTIME_VARIABLES = ("INVOCATION_ID", "JOURNAL_STREAM", "SYSTEMD_EXEC_PID")
 # Only for commands that run after the main process exists / for stop commands.
@@ -123,17 +139,12 @@ class UnitContext:
     def exec_environment(self, key: str) -> dict[str, str]:
         """The environment a command of `key` receives (systemd's own variables first,
         overridden by Environment=, overridden by EnvironmentFile=)."""
-        env: dict[str, str] = {"PATH": DEFAULT_PATH}
+        env: dict[str, str] = {
+            "PATH": DEFAULT_PATH if self.version >= 255 else DEFAULT_PATH_SPLIT_USR
+        }
         for name in RUNTIME_VARIABLES:
             env[name] = f"<{name}>"
-        user = self.unit.last_value("Service", "User")
-        if user:
-            env.update(
-                USER=self.specifiers["u"],
-                LOGNAME=self.specifiers["u"],
-                HOME=self.specifiers["h"],
-                SHELL=self.specifiers["s"],
-            )
+        env.update(self._login_environment())
         if key in MAINPID_KEYS:
             env["MAINPID"] = "<MAINPID>"
         if key in STOP_KEYS:
@@ -166,6 +177,44 @@ class UnitContext:
         if self.unit.last_value("Service", "Type") in ("notify", "notify-reload"):
             env["NOTIFY_SOCKET"] = "/run/systemd/notify"
         env.update({name: var.value for name, var in self.environment.items()})
+        return env
+
+    def _login_environment(self) -> dict[str, str]:
+        """USER, LOGNAME, HOME, SHELL (exec.c/exec-invoke.c build_environment()).
+
+        Before v255 all four only with User=. Since v255 (SetLoginEnvironment=) USER is always
+        set (root without User=), the other three only when SetLoginEnvironment= is on (its
+        default: User= or PAMName= set). HOME is left out when empty or "/", SHELL when it is a
+        nologin shell; `nobody` is synthesized without either. Measured on 252 and 257 with
+        User=nobody and without User= (tests/differential)."""
+        from linting.execline.specifiers import _user_fields
+        from linting.systemd.values import parse_boolean
+
+        user = self.unit.last_value("Service", "User")
+        if self.version >= 255:
+            login = self.unit.last_value("Service", "SetLoginEnvironment")
+            wanted = parse_boolean(login) if login else None
+            if wanted is None:
+                wanted = bool(user) or bool(self.unit.last_value("Service", "PAMName"))
+        else:
+            wanted = bool(user)
+        if not user and self.version < 255:
+            return {}
+        name = user or "root"
+        if name in ("root", "0"):
+            facts = self.options.host_facts or local_host_facts()
+            name, home, shell = "root", "/root", facts.root_shell
+        elif name in ("nobody", "65534"):
+            name, home, shell = "nobody", "", ""
+        else:
+            name, _uid, home, shell = _user_fields(name)
+        env = {"USER": name}
+        if wanted:
+            env["LOGNAME"] = name
+            if home.startswith("/") and home.strip("/"):
+                env["HOME"] = home
+            if shell.startswith("/") and shell not in NOLOGIN_SHELLS:
+                env["SHELL"] = shell
         return env
 
     def _term(self) -> str | None:

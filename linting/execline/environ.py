@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from linting.execline.cunescape import to_bytes
 from linting.execline.environment import is_valid_name
 from linting.execline.extract_word import ExtractError, extract_first_word
 from linting.execline.specifiers import SpecifierError, resolve
@@ -76,7 +77,9 @@ def parse_environment(
                 )
                 continue
             name, eq, value = text.partition("=")
-            if not eq or not is_valid_name(name):
+            # env_assignment_is_valid(): the value must be valid UTF-8 (`\xff` is refused;
+            # measured on 252/257 by tests/differential)
+            if not eq or not is_valid_name(name) or not _utf8(text):
                 problems.append(
                     EnvProblem(
                         "invalid-assignment",
@@ -88,6 +91,14 @@ def parse_environment(
                 continue
             env[name] = EnvVar(name, value, span, "Environment")
     return env, problems
+
+
+def _utf8(text: str) -> bool:
+    try:
+        to_bytes(text).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def parse_env_file_text(text: str) -> dict[str, str]:

@@ -78,6 +78,11 @@ class HostFacts:
     )
     os_release: dict[str, str] = field(default_factory=_os_release)
     pretty_hostname: str = ""
+    # systemd's build option default-user-shell: root's shell (`%s`, $SHELL of User=root).
+    # Upstream /bin/sh; Debian and Ubuntu build with /bin/bash (measured on Debian 12/13 by
+    # tests/differential; read it from a host with `systemd-run -P -p User=root printenv SHELL`).
+    # GPU hosts run Debian or Ubuntu far more often than anything else: default to theirs.
+    root_shell: str = "/bin/bash"
 
 
 @lru_cache(maxsize=1)
@@ -129,8 +134,10 @@ def specifier_values(unit: UnitFacts, host: HostFacts) -> dict[str, str]:
     name = unit.name
     base, _, _suffix = name.rpartition(".")
     prefix, at, instance = base.partition("@")
-    user, uid, home, shell = _user_fields(unit.user)
-    group = unit.group or ("root" if unit.user is None else user)
+    # %u %U %g %G %h %s describe the user running the service manager, not User=/Group=
+    # (src/shared/specifier.c specifier_user_name() & co.): root for system units. Measured
+    # with User=nobody, Group=nogroup on systemd 252 and 257 (tests/differential).
+    user, uid, home, shell, group = "root", "0", "/root", host.root_shell, "root"
     osr = host.os_release
     last = prefix.rsplit("-", 1)[-1]
     unescaped_path = "/" + _unescape_unit_part(instance if at else prefix).lstrip("/")
@@ -174,9 +181,12 @@ def specifier_values(unit: UnitFacts, host: HostFacts) -> dict[str, str]:
         "W": osr.get("VARIANT_ID", ""),
         "y": unit.fragment_path,
         "Y": str(Path(unit.fragment_path).parent) if unit.fragment_path else "",
-        "c": f"/system.slice/{name}",
-        "r": "/system.slice",
-        "R": "/",
+        # Deprecated ("does not work as intended"): resolved while the fragment is parsed,
+        # before the unit has its slice, relative to the manager's cgroup root ("" for a host's
+        # or a container's PID 1). Measured on 252 and 257: `/diff-0065.service`, "", "".
+        "c": f"/{name}",
+        "r": "",
+        "R": "",
     }
 
 

@@ -303,7 +303,7 @@ _FORMAT_LETTERS = set("sdHMmSYybBaAjuUwWTtVgGhlnNpiIfcCEL")
 
     Why is this bad?
     systemd resolves specifiers in every Exec word when it loads the unit
-    (src/shared/specifier.c): `date +%s` becomes `date +/bin/sh` (`%s` is the user's
+    (src/shared/specifier.c): `date +%s` becomes `date +/bin/bash` on Debian (`%s` is root's
     shell), `printf '%d'` receives the credentials directory. Nothing warns.
 
     Example:

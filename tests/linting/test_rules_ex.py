@@ -207,8 +207,8 @@ def test_ex205_specifier_in_shell_script():
     (f,) = lint(EX205_TEXT, "EX205")
     assert where(f) == (3, 49, 51)
     assert spanned(EX205_TEXT, f) == "%s"
-    assert "'/bin/sh'" in f.message
-    assert "date +/bin/sh" in f.message
+    assert "'/bin/bash'" in f.message
+    assert "date +/bin/bash" in f.message
 
 
 def test_ex205_fix_doubles_the_percent_and_relint_is_clean():
