@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -16,6 +16,7 @@ from linting.context import LintOptions
 from linting.engine import lint_paths
 from linting.findings import Severity
 from linting.fixes import fixed_texts, unified_diff
+from linting.report import Report
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -132,9 +133,23 @@ def _options(args: argparse.Namespace, config: dict) -> tuple[LintOptions, str]:
     return options, fmt
 
 
-def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO, prog: str = "lintunits") -> int:
+LintFunction = Callable[[list[str], LintOptions], Report]
+
+
+def run(
+    argv: Sequence[str],
+    stdout: TextIO,
+    stderr: TextIO,
+    prog: str = "lintunits",
+    *,
+    source: LintFunction | None = None,
+    source_name: str = "",
+) -> int:
+    """Run the command. `source` replaces file linting (e.g. stored profiles: the
+    positional arguments are then names, and none means all)."""
     parser = build_parser(prog)
     args = parser.parse_args(list(argv))
+    from linting.reporters import render
     from linting.rules.docs import explain, list_rules_json, list_rules_text
     from linting.rules.registry import all_rules
 
@@ -157,6 +172,14 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO, prog: str = "lintun
     except (ConfigError, UsageError) as exc:
         stderr.write(f"{prog}: error: {exc}\n")
         return EXIT_USAGE
+    if source is not None:
+        if args.fix or args.diff:
+            stderr.write(f"{prog}: error: --fix/--diff work on files, not on {source_name}\n")
+            return EXIT_USAGE
+        report = source(list(args.paths), options)
+        stdout.write(render(report, fmt, show_argv=args.show_argv, rules=all_rules()))
+        _input_errors_to_stderr(report, fmt, prog, stderr)
+        return report.exit_code(options.fail_on)
     if not args.paths:
         stderr.write(f"{prog}: error: no input (give unit files, directories, globs or -)\n")
         return EXIT_USAGE
@@ -176,13 +199,17 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO, prog: str = "lintun
         if changed:
             stderr.write(f"fixed {len(changed)} file(s)\n")
             report = lint_paths(args.paths, options)
-    from linting.reporters import render
-
     stdout.write(render(report, fmt, show_argv=args.show_argv, rules=all_rules()))
-    for error in report.input_errors:
-        if fmt != "text":
-            stderr.write(f"{prog}: error: {error.path}: {error.message}\n")
+    _input_errors_to_stderr(report, fmt, prog, stderr)
     return report.exit_code(options.fail_on)
+
+
+def _input_errors_to_stderr(report: Report, fmt: str, prog: str, stderr: TextIO) -> None:
+    """Machine formats carry input errors in the report; say them on stderr as well."""
+    if fmt == "text":
+        return
+    for error in report.input_errors:
+        stderr.write(f"{prog}: error: {error.path}: {error.message}\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,5 +1,9 @@
 """`python manage.py lintunits`: a thin shell around linting.cli (same options, same exit
-codes), so CI users without Django get the identical tool as `lintunits`."""
+codes), so CI users without Django get the identical tool as `lintunits`.
+
+`--profiles [NAME…]` lints stored service profiles as rendered (all active ones when no
+name is given) with the same report formats and exit codes; that part needs the database.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +15,25 @@ from linting.cli import run
 
 
 class Command(BaseCommand):
-    help = "Lint systemd units that run vLLM (see --help)."
+    help = "Lint systemd units that run vLLM; --profiles lints stored profiles (see --help)."
 
     def run_from_argv(self, argv: list[str]) -> None:
-        code = run(argv[2:], sys.stdout, sys.stderr, prog=f"{argv[0]} {argv[1]}")
+        args = argv[2:]
+        prog = f"{argv[0]} {argv[1]}"
+        if "--profiles" in args:
+            from units.linting import lint_profiles
+
+            args = [a for a in args if a != "--profiles"]
+            code = run(
+                args,
+                sys.stdout,
+                sys.stderr,
+                prog=prog,
+                source=lambda names, options: lint_profiles(names or None, options),
+                source_name="stored profiles",
+            )
+        else:
+            code = run(args, sys.stdout, sys.stderr, prog=prog)
         sys.stdout.flush()
         sys.exit(code)
 

@@ -1,19 +1,67 @@
-"""`manage.py loaddemo`: the demo account the README names (idempotent; `make run` calls it).
+"""`manage.py loaddemo`: the demo account the README names, the roles, and the seed
+deployment's two profiles (idempotent; `make run` calls it).
 
-The seed deployment's demo profiles join this command with the profiles feature.
+The profiles are the seed's Kimi-K2.5 INT4 baseline and the n-gram variant that was cloned
+beside it (so the baseline stayed available as the fallback). Existing rows are left
+unchanged: running it again never adds versions or overwrites an operator's edits.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from units.models import ServiceProfile
+from units.roles import ensure_roles
+from units.services import profile_clone, profile_create, profile_update
 
 DEMO_USERNAME = "admin"
 DEMO_PASSWORD = "specadmin-demo"
 
+BASELINE_NAME = "vllm-kimi-k25-int4"
+NGRAM_NAME = "vllm-kimi-k25-int4-ngram"
+BASELINE: dict[str, Any] = {
+    "name": BASELINE_NAME,
+    "description": "Kimi-K2.5 INT4 (8 GPUs, TP 8, expert parallel)",
+    "vllm_executable": "/opt/vllm/bin/vllm",
+    "model": "/models/Kimi-K2.5-INT4",
+    "served_model_names": ["kimi-k2.5"],
+    "host": "0.0.0.0",
+    "port": 8000,
+    "tensor_parallel_size": 8,
+    "gpu_devices": "0,1,2,3,4,5,6,7",
+    "gpu_memory_utilization": "0.92",
+    "max_model_len": "128k",
+    "max_num_seqs": 64,
+    "quantization": "compressed-tensors",
+    "kv_cache_dtype": "fp8",
+    "trust_remote_code": True,
+    "enable_expert_parallel": True,
+    "user": "vllm",
+    "group": "vllm",
+    "restart": "on-failure",
+    "restart_sec": 10,
+    "timeout_start_sec": 1800,
+    "timeout_stop_sec": 120,
+    "gpu_free_wait": True,
+    "gpu_free_wait_sec": 300,
+    "gpu_free_threshold_mib": 1024,
+    "target_vllm_version": "0.16.0",
+    "target_systemd_version": 252,
+}
+NGRAM_CHANGES: dict[str, Any] = {
+    "description": "Kimi-K2.5 INT4 with n-gram speculative decoding (8 GPUs, TP 8)",
+    "spec_method": "ngram",
+    "spec_num_tokens": 5,
+    "spec_prompt_lookup_max": 4,
+}
+
 
 class Command(BaseCommand):
-    help = "Load demo data (idempotent): the demo admin account."
+    help = "Load demo data (idempotent): demo admin, roles, the seed's two Kimi-K2.5 profiles."
 
     def handle(self, *args: object, **options: object) -> None:
         user_model = get_user_model()
@@ -26,3 +74,28 @@ class Command(BaseCommand):
             self.stdout.write(f"created demo admin {DEMO_USERNAME!r}")
         else:
             self.stdout.write(f"demo admin {DEMO_USERNAME!r} already exists (left unchanged)")
+        ensure_roles()
+        self.stdout.write("roles: viewer, operator, approver, admin")
+        with transaction.atomic():
+            self._profiles(user)
+
+    def _profiles(self, user: Any) -> None:
+        baseline = ServiceProfile.objects.filter(name=BASELINE_NAME).first()
+        if baseline is None:
+            baseline = profile_create(
+                data=BASELINE, created_by=user, comment="Seed deployment's baseline"
+            )
+            self.stdout.write(f"created profile {BASELINE_NAME}")
+        else:
+            self.stdout.write(f"profile {BASELINE_NAME} already exists (left unchanged)")
+        if ServiceProfile.objects.filter(name=NGRAM_NAME).exists():
+            self.stdout.write(f"profile {NGRAM_NAME} already exists (left unchanged)")
+            return
+        variant = profile_clone(profile=baseline, new_name=NGRAM_NAME, created_by=user)
+        profile_update(
+            profile=variant,
+            data=NGRAM_CHANGES,
+            updated_by=user,
+            comment="n-gram speculative decoding (5 tokens, prompt lookup max 4)",
+        )
+        self.stdout.write(f"created profile {NGRAM_NAME} (cloned from {BASELINE_NAME})")

@@ -1,0 +1,572 @@
+"""Profile forms: text in the operator's terms ⇄ the canonical profile data.
+
+Every setting is a plain text input on purpose: `units.validation` is the single place
+that knows what systemd or vLLM would reject and says so in the user's terms, so the
+form only splits multi-line fields into the list/dict shapes of the data and leaves the
+verdict to validation (and, on save, to the services that enforce it).
+
+`build_preview()` turns data into what the edit page shows beside the form: the rendered
+unit with line numbers, its lint findings, and every message grouped by form field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from linting.findings import Finding, Severity
+from linting.systemd.catalog import available_versions as systemd_versions
+from linting.vllm.catalog import available_versions as vllm_versions
+from units.linting import finding_message, findings_by_field, is_blocking, lint_profile_data
+from units.models import PROFILE_FIELDS, RESTART_CHOICES, ServiceProfile
+from units.profile_data import default_data, normalize_profile_data, profile_data
+from units.rendering import render_unit
+from units.selectors import NO_METHOD
+from units.speculative import SPEC_FIELDS, method_shape, spec_methods
+from units.validation import field_choices, validate_profile_data
+
+GENERAL = "__all__"  # issues no single field causes
+
+# (anchor, title, fields): the edit page's sections, in the order an operator thinks.
+SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (
+        "service",
+        "Service",
+        (
+            "name",
+            "description",
+            "vllm_executable",
+            "host",
+            "port",
+            "target_vllm_version",
+            "target_systemd_version",
+        ),
+    ),
+    (
+        "model",
+        "Model",
+        (
+            "model",
+            "served_model_names",
+            "max_model_len",
+            "max_num_seqs",
+            "quantization",
+            "kv_cache_dtype",
+            "trust_remote_code",
+        ),
+    ),
+    (
+        "gpus",
+        "GPUs",
+        (
+            "gpu_devices",
+            "tensor_parallel_size",
+            "enable_expert_parallel",
+            "gpu_memory_utilization",
+            "gpu_free_wait",
+            "gpu_free_wait_sec",
+            "gpu_free_threshold_mib",
+        ),
+    ),
+    ("speculative", "Speculative decoding", ("spec_method", *SPEC_FIELDS)),
+    ("extra", "Extra arguments", ("extra_args",)),
+    ("environment", "Environment", ("environment",)),
+    (
+        "systemd",
+        "systemd",
+        (
+            "user",
+            "group",
+            "working_directory",
+            "restart",
+            "restart_sec",
+            "timeout_start_sec",
+            "timeout_stop_sec",
+        ),
+    ),
+)
+
+LABELS: dict[str, str] = {
+    "name": "Unit name",
+    "description": "Description",
+    "vllm_executable": "vLLM executable",
+    "model": "Model",
+    "served_model_names": "Served model names",
+    "host": "Listen address",
+    "port": "Port",
+    "tensor_parallel_size": "Tensor parallel size",
+    "gpu_devices": "GPU devices",
+    "gpu_memory_utilization": "GPU memory utilization",
+    "max_model_len": "Max model length",
+    "max_num_seqs": "Max sequences",
+    "quantization": "Quantization",
+    "kv_cache_dtype": "KV cache dtype",
+    "trust_remote_code": "Trust remote code",
+    "enable_expert_parallel": "Expert parallel",
+    "spec_method": "Method",
+    "spec_num_tokens": "Speculative tokens",
+    "spec_prompt_lookup_min": "Prompt lookup min",
+    "spec_prompt_lookup_max": "Prompt lookup max",
+    "spec_draft_model": "Draft model",
+    "spec_draft_tensor_parallel_size": "Draft tensor parallel size",
+    "extra_args": "Extra arguments",
+    "environment": "Environment variables",
+    "user": "User",
+    "group": "Group",
+    "working_directory": "Working directory",
+    "restart": "Restart",
+    "restart_sec": "Restart delay (s)",
+    "timeout_start_sec": "Start timeout (s)",
+    "timeout_stop_sec": "Stop timeout (s)",
+    "gpu_free_wait": "Wait for free GPUs before start",
+    "gpu_free_wait_sec": "GPU-free wait (s)",
+    "gpu_free_threshold_mib": "GPU-free threshold (MiB)",
+    "target_vllm_version": "Target vLLM version",
+    "target_systemd_version": "Target systemd version",
+}
+
+HELP: dict[str, str] = {
+    "name": "The unit is NAME.service. Letters, digits, “_”, “-”, “.”, “:”.",
+    "vllm_executable": "Absolute path to `vllm`, or to a venv's python (runs the API server).",
+    "model": "Local path or Hugging Face ID.",
+    "served_model_names": "One per line; clients use these names in requests.",
+    "host": "0.0.0.0 listens on every interface.",
+    "gpu_devices": "CUDA_VISIBLE_DEVICES: indices (0,1,2) or GPU UUIDs; empty: all GPUs.",
+    "gpu_memory_utilization": "Fraction of each GPU's memory vLLM may use, e.g. 0.9.",
+    "max_model_len": "Tokens, e.g. 32768, 32k or 128K.",
+    "spec_method": "Methods offered are those the target vLLM version accepts.",
+    "extra_args": "One argument per line: an option and its value on separate lines "
+    "(or --option=value).",
+    "environment": "One NAME=value per line. GPUs are set above, not here.",
+    "gpu_free_wait_sec": "Bounded wait; must fit inside the start timeout.",
+    "gpu_free_threshold_mib": "A GPU counts as free below this much used memory.",
+    "target_vllm_version": "Flags and speculative methods are checked against this version.",
+    "target_systemd_version": "Unit-file keys and Exec= parsing are checked for this version.",
+}
+
+_LINE_FIELDS = frozenset({"served_model_names", "extra_args", "environment"})
+_BOOL_FIELDS = frozenset({"trust_remote_code", "enable_expert_parallel", "gpu_free_wait"})
+_SELECT_FIELDS = frozenset(
+    {"spec_method", "restart", "target_vllm_version", "target_systemd_version"}
+)
+_NUMERIC_FIELDS = frozenset(
+    {
+        "port",
+        "tensor_parallel_size",
+        "max_num_seqs",
+        "spec_num_tokens",
+        "spec_prompt_lookup_min",
+        "spec_prompt_lookup_max",
+        "spec_draft_tensor_parallel_size",
+        "restart_sec",
+        "timeout_start_sec",
+        "timeout_stop_sec",
+        "gpu_free_wait_sec",
+        "gpu_free_threshold_mib",
+    }
+)
+_DATALIST_FIELDS = frozenset({"quantization", "kv_cache_dtype"})
+
+
+def _lines(text: str | None) -> list[str]:
+    """Non-blank lines, stripped (trailing `\\r` of pasted text included)."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def parse_environment(text: str | None) -> tuple[dict[str, str], list[str]]:
+    """`NAME=value` lines → (variables, problems). The value is kept as written (inner and
+    trailing spaces included) because systemd passes it verbatim."""
+    variables: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    problems: list[str] = []
+    for number, raw in enumerate((text or "").splitlines(), start=1):
+        line = raw.rstrip("\r")
+        if not line.strip():
+            continue
+        name, eq, value = line.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            problems.append(f"Line {number} (“{line.strip()}”): write it as NAME=value.")
+            continue
+        if name in first_line:
+            problems.append(
+                f"{name} is set twice (lines {first_line[name]} and {number}); keep one."
+            )
+            continue
+        first_line[name] = number
+        variables[name] = value
+    return variables, problems
+
+
+def extra_arg_problems(words: list[str]) -> list[str]:
+    """An option and its value typed on one line reach vLLM as ONE word (`"--a b"`), which
+    argparse does not know; say so instead of letting the linter call it an unknown flag."""
+    problems = []
+    for word in words:
+        if not word.startswith("-"):
+            continue
+        head = word.split("=", 1)[0]
+        if any(c.isspace() for c in head):
+            option, _, value = head.partition(" ")
+            problems.append(
+                f"“{word}”: put the option and its value on separate lines "
+                f"({option} then {value.strip()}), or write {option}={value.strip()}."
+            )
+    return problems
+
+
+@cache
+def all_spec_methods() -> tuple[str, ...]:
+    """Every method any catalogued vLLM version accepts (for the list filter)."""
+    seen: dict[str, None] = {}
+    for version in vllm_versions():
+        seen.update(dict.fromkeys(spec_methods(version)))
+    return tuple(seen)
+
+
+@cache
+def method_fields_json() -> str:
+    """{method: [fields it takes]} and {version: [methods]} for the form's script, which
+    shows only the fields the chosen method takes."""
+    takes = {}
+    for method in all_spec_methods():
+        shape = method_shape(method)
+        takes[method] = sorted(shape.takes) if shape else []
+    versions = {v: spec_methods(v) for v in vllm_versions()}
+    return json.dumps({"takes": takes, "methods": versions, "fields": list(SPEC_FIELDS)})
+
+
+def spec_fields_taken(method: str) -> frozenset[str]:
+    shape = method_shape(method) if method else None
+    return shape.takes if shape else frozenset()
+
+
+def initial_from_data(data: dict[str, Any]) -> dict[str, Any]:
+    """Canonical data → the texts the form shows."""
+    initial: dict[str, Any] = {}
+    for name in PROFILE_FIELDS:
+        value = data.get(name)
+        if name in _BOOL_FIELDS:
+            initial[name] = bool(value)
+        elif name in ("served_model_names", "extra_args"):
+            initial[name] = "\n".join(value or [])
+        elif name == "environment":
+            initial[name] = "\n".join(f"{k}={v}" for k, v in (value or {}).items())
+        else:
+            initial[name] = "" if value is None else str(value)
+    return initial
+
+
+def _widget(name: str) -> forms.Widget:
+    attrs: dict[str, str] = {"aria-describedby": f"issues-{name} help-{name}"}
+    if name in _LINE_FIELDS:
+        rows = {"served_model_names": 2, "extra_args": 5, "environment": 4}[name]
+        return forms.Textarea(attrs={**attrs, "rows": str(rows), "spellcheck": "false"})
+    if name in _BOOL_FIELDS:
+        return forms.CheckboxInput(attrs=attrs)
+    if name in _SELECT_FIELDS:
+        return forms.Select(attrs=attrs)
+    if name in _NUMERIC_FIELDS:
+        attrs["inputmode"] = "numeric"
+    if name in _DATALIST_FIELDS:
+        attrs["list"] = f"choices-{name}"
+    return forms.TextInput(attrs={**attrs, "spellcheck": "false", "autocomplete": "off"})
+
+
+class ProfileForm(forms.Form):
+    """All settings of a profile plus the version comment; `profile` given: editing (the
+    name is fixed, since renaming would orphan the unit on its hosts)."""
+
+    comment = forms.CharField(
+        label="Comment for this version",
+        required=False,
+        max_length=500,
+        widget=forms.TextInput(attrs={"placeholder": "What changed and why (optional)"}),
+    )
+
+    def __init__(
+        self,
+        *args: Any,
+        profile: ServiceProfile | None = None,
+        initial_data: dict | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.profile = profile
+        start = initial_data or (profile_data(profile) if profile else default_data())
+        kwargs.setdefault("initial", initial_from_data(start))
+        super().__init__(*args, **kwargs)
+        for name in PROFILE_FIELDS:
+            field_class = forms.BooleanField if name in _BOOL_FIELDS else forms.CharField
+            extra = {} if name in _BOOL_FIELDS else {"strip": False}
+            self.fields[name] = field_class(
+                label=LABELS[name],
+                required=False,
+                help_text=HELP.get(name, ""),
+                widget=_widget(name),
+                **extra,
+            )
+        self.fields["comment"] = self.fields.pop("comment")  # after the settings
+        if profile is not None:
+            self.fields["name"].widget.attrs["readonly"] = "readonly"
+        version = self._value("target_vllm_version") or start.get("target_vllm_version", "")
+        self.vllm_version = version
+        self._set_choices(version)
+
+    def _value(self, name: str) -> Any:
+        return self[name].value()
+
+    def _set_choices(self, version: str) -> None:
+        def with_current(options: list[tuple[str, str]], current: str, note: str) -> list:
+            if current and current not in {value for value, _ in options}:
+                options.append((current, f"{current} ({note})"))
+            return options
+
+        methods = [("", "none (no speculative decoding)")] + [(m, m) for m in spec_methods(version)]
+        self.fields["spec_method"].widget.choices = with_current(
+            methods, self._value("spec_method") or "", f"not in vLLM {version}"
+        )
+        self.fields["restart"].widget.choices = list(RESTART_CHOICES)
+        self.fields["target_vllm_version"].widget.choices = with_current(
+            [(v, v) for v in vllm_versions()], version, "no catalog"
+        )
+        self.fields["target_systemd_version"].widget.choices = with_current(
+            [(str(v), str(v)) for v in systemd_versions()],
+            str(self._value("target_systemd_version") or ""),
+            "no catalog",
+        )
+
+    def datalists(self) -> list[tuple[str, list[str]]]:
+        """Suggestions for free-text choice fields, from the target version's catalog."""
+        return [(name, field_choices(name, self.vllm_version)) for name in sorted(_DATALIST_FIELDS)]
+
+    def to_data(self) -> dict[str, Any]:
+        """The canonical data the inputs describe (works on invalid input too: validation
+        then names what is wrong)."""
+        values: dict[str, Any] = {name: self._value(name) for name in PROFILE_FIELDS}
+        values["served_model_names"] = _lines(values["served_model_names"])
+        values["extra_args"] = _lines(values["extra_args"])
+        values["environment"], _ = parse_environment(values["environment"])
+        for name in _BOOL_FIELDS:
+            values[name] = bool(values[name])
+        if self.profile is not None:
+            values["name"] = self.profile.name
+        return normalize_profile_data(values)
+
+    def clean(self) -> dict[str, Any]:
+        """Only what the text shape itself gets wrong; the settings are judged by
+        validation (preview) and by the services (save)."""
+        cleaned = super().clean()
+        _, env_problems = parse_environment(self._value("environment"))
+        for problem in env_problems:
+            self.add_error("environment", problem)
+        for problem in extra_arg_problems(_lines(self._value("extra_args"))):
+            self.add_error("extra_args", problem)
+        return cleaned
+
+    def shape_errors(self) -> dict[str, list[str]]:
+        """Messages of `clean()` per field (for the preview, which does not save)."""
+        result: dict[str, list[str]] = {}
+        _, env_problems = parse_environment(self._value("environment"))
+        if env_problems:
+            result["environment"] = env_problems
+        arg_problems = extra_arg_problems(_lines(self._value("extra_args")))
+        if arg_problems:
+            result["extra_args"] = arg_problems
+        return result
+
+    def add_service_error(self, exc: ValidationError) -> None:
+        """Show a service's ValidationError at the fields it names."""
+        if hasattr(exc, "error_dict"):
+            for name, errors in exc.error_dict.items():
+                target = name if name in self.fields else None
+                for error in errors:
+                    self.add_error(target, error)
+        else:
+            self.add_error(None, exc)
+
+    def sections(self, issues: dict[str, list[Issue]]) -> list[Section]:
+        """The form's fields grouped for the page, each with its messages."""
+        taken = spec_fields_taken(self._value("spec_method") or "")
+        result = []
+        for anchor, title, names in SECTIONS:
+            rows = []
+            for name in names:
+                hidden = name in SPEC_FIELDS and name not in taken
+                if hidden:
+                    self.fields[name].widget.attrs["disabled"] = "disabled"
+                rows.append(FieldRow(self[name], issues.get(name, []), hidden))
+            result.append(Section(anchor, title, rows))
+        return result
+
+
+class CloneForm(forms.Form):
+    new_name = forms.CharField(
+        label="Name of the variant",
+        max_length=247,
+        help_text="The original stays as it is (your fallback); the variant starts with its "
+        "current settings.",
+        widget=forms.TextInput(attrs={"autofocus": "autofocus", "spellcheck": "false"}),
+    )
+
+
+STATE_CHOICES = [("active", "Active"), ("archived", "Archived"), ("all", "All")]
+
+
+class ProfileFilterForm(forms.Form):
+    """List filters; bad values fall back to "no filter" instead of an error page."""
+
+    q = forms.CharField(required=False, label="Search")
+    method = forms.ChoiceField(required=False, label="Speculative method")
+    vllm = forms.ChoiceField(required=False, label="vLLM version")
+    state = forms.ChoiceField(required=False, choices=STATE_CHOICES, label="State")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["method"].choices = [("", "any method"), (NO_METHOD, "none")] + [
+            (m, m) for m in all_spec_methods()
+        ]
+        self.fields["vllm"].choices = [("", "any version")] + [(v, v) for v in vllm_versions()]
+
+    def selector_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for `selectors.profile_list`."""
+        self.is_valid()
+        data = getattr(self, "cleaned_data", {})
+        state = data.get("state") or "active"
+        archived = {"active": False, "archived": True, "all": None}[state]
+        return {
+            "search": data.get("q", "")[:200],
+            "method": data.get("method", ""),
+            "vllm_version": data.get("vllm", ""),
+            "archived": archived,
+        }
+
+
+# -- what the edit page shows beside the form ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One message next to a field: a validation error or a lint finding."""
+
+    severity: str  # "error" | "warning" | "info"
+    message: str
+    code: str = ""
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class FieldRow:
+    field: forms.BoundField
+    issues: list[Issue]
+    hidden: bool = False
+
+
+@dataclass(frozen=True)
+class Section:
+    anchor: str
+    title: str
+    rows: list[FieldRow]
+
+
+@dataclass(frozen=True)
+class UnitLine:
+    number: int
+    text: str
+    severity: str = ""
+    codes: tuple[str, ...] = ()
+
+
+@dataclass
+class Preview:
+    """The rendered unit (None when the data cannot be rendered yet), its findings, and
+    every message per form field (GENERAL for the rest)."""
+
+    lines: list[UnitLine] | None
+    findings: list[tuple[str, Issue]]  # (field label, issue), in line order
+    issues: dict[str, list[Issue]] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = {"error": 0, "warning": 0, "info": 0}
+        for _, issue in self.findings:
+            counts[issue.severity] += 1
+        return counts
+
+    @property
+    def invalid_fields(self) -> int:
+        return sum(1 for name, items in self.issues.items() if name != GENERAL and items)
+
+    def field_issues(self) -> list[tuple[str, list[Issue]]]:
+        """Every field (and GENERAL) with its issues, empty ones included, so an
+        out-of-band swap also clears messages that were fixed."""
+        return [(name, self.issues.get(name, [])) for name in (*PROFILE_FIELDS, GENERAL)]
+
+
+def _finding_issue(data: dict[str, Any], finding: Finding) -> Issue:
+    text = finding_message(data, finding)
+    suffix = f" ({finding.code})"
+    return Issue(
+        severity=str(finding.severity),
+        message=text.removesuffix(suffix),
+        code=finding.code,
+        line=finding.span.start.line,
+    )
+
+
+def build_preview(
+    data: dict[str, Any], extra_errors: dict[str, list[str]] | None = None
+) -> Preview:
+    """Validate, render and lint `data` without saving anything.
+
+    Validation messages come first at each field; lint findings follow with their rule
+    code and unit line. A blocking finding that validation already reported (validation
+    runs the same linter) is shown once, as the finding."""
+    errors = validate_profile_data(data)
+    for name, messages in (extra_errors or {}).items():
+        errors.setdefault(name, []).extend(messages)
+    text: str | None
+    try:
+        text = render_unit(data)
+        report = lint_profile_data(data)
+        by_field = findings_by_field(data, report)
+    except (ValueError, TypeError, KeyError, ArithmeticError):
+        # Values the unit cannot hold yet (validation names them at their fields).
+        text, by_field = None, {}
+    lint_messages: set[str] = set()
+    issues: dict[str, list[Issue]] = {}
+    findings: list[tuple[str, Issue]] = []
+    severity_by_line: dict[int, Severity] = {}
+    codes_by_line: dict[int, list[str]] = {}
+    for name, items in by_field.items():
+        for finding in items:
+            issue = _finding_issue(data, finding)
+            if is_blocking(finding):
+                lint_messages.add(finding_message(data, finding))
+            issues.setdefault(name, []).append(issue)
+            findings.append((LABELS.get(name, "Unit"), issue))
+            for number in range(finding.span.start.line, finding.span.end.line + 1):
+                severity_by_line[number] = max(
+                    severity_by_line.get(number, Severity.INFO), finding.severity
+                )
+                codes_by_line.setdefault(number, []).append(finding.code)
+    for name, messages in errors.items():
+        own = [Issue("error", m) for m in messages if m not in lint_messages]
+        issues[name] = own + issues.get(name, [])
+    findings.sort(key=lambda item: (item[1].line or 0, item[1].code))
+    lines = None
+    if text is not None:
+        lines = [
+            UnitLine(
+                number,
+                line,
+                str(severity_by_line[number]) if number in severity_by_line else "",
+                tuple(dict.fromkeys(codes_by_line.get(number, ()))),
+            )
+            for number, line in enumerate(text.splitlines(), start=1)
+        ]
+    return Preview(lines=lines, findings=findings, issues=issues)

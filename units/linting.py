@@ -1,0 +1,132 @@
+"""Linting profiles as rendered: the gate before a save, the live preview, and
+`lintunits --profiles` for CI over a database of profiles.
+
+The linter itself knows nothing of Django (`linting/` rule); this module feeds it the
+rendered text and maps findings back to profile fields through the rendering's line map.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from linting.context import LintOptions
+from linting.engine import lint_units
+from linting.findings import Finding, Severity
+from linting.report import InputError, Report
+from linting.unitfile import UnitFile, parse_text
+from units.profile_data import normalize_profile_data
+from units.rendering import line_map, render_unit
+
+# Keys of the speculative config → the profile field a finding about them belongs to.
+_SPEC_KEY_FIELDS = (
+    ("prompt_lookup_min", "spec_prompt_lookup_min"),
+    ("prompt_lookup_max", "spec_prompt_lookup_max"),
+    ("num_speculative_tokens", "spec_num_tokens"),
+    ("draft_tensor_parallel_size", "spec_draft_tensor_parallel_size"),
+    ("model", "spec_draft_model"),
+)
+
+
+def profile_lint_options(data: dict[str, Any], base: LintOptions | None = None) -> LintOptions:
+    """`base` (default: everything on, ShellCheck included) with the profile's target
+    versions wherever `base` does not pin one."""
+    base = base or LintOptions()
+    return dataclasses.replace(
+        base,
+        systemd_version=base.systemd_version or data.get("target_systemd_version") or None,
+        vllm_version=base.vllm_version or data.get("target_vllm_version") or None,
+    )
+
+
+def lint_rendered(text: str, path: str, unit_name: str, options: LintOptions) -> Report:
+    """Lint unit text shown under `path`, with `unit_name` for specifiers like `%n`."""
+    unit = parse_text(text, path, UnitFile(path=path, name=unit_name))
+    return lint_units([unit], options)
+
+
+def lint_profile_data(data: dict[str, Any], options: LintOptions | None = None) -> Report:
+    """Render (valid) profile data and lint it against its target versions."""
+    data = normalize_profile_data(data)
+    unit_name = f"{data['name'] or 'profile'}.service"
+    return lint_rendered(
+        render_unit(data), unit_name, unit_name, profile_lint_options(data, options)
+    )
+
+
+def is_blocking(finding: Finding) -> bool:
+    """Errors block a save: by the linter's convention an error means systemd or vLLM
+    fails (load failure, argparse exit, engine refusing to start, a start-pre killed at
+    its timeout) or runs something other than the profile says. Warnings never block."""
+    return finding.severity >= Severity.ERROR
+
+
+def findings_by_field(data: dict[str, Any], report: Report) -> dict[str, list[Finding]]:
+    """Findings of `lint_profile_data(data)` grouped by the profile field that causes them
+    ("__all__" when no single field does), for showing them next to form fields."""
+    data = normalize_profile_data(data)
+    text = render_unit(data)
+    lines = line_map(data, text)
+    result: dict[str, list[Finding]] = {}
+    for finding in report.findings:
+        info = lines.get(finding.span.start.line)
+        field = info.field if info else "__all__"
+        if field == "spec_method":
+            field = _spec_field(finding.message)
+        result.setdefault(field, []).append(finding)
+    return result
+
+
+def _spec_field(message: str) -> str:
+    for key, field in _SPEC_KEY_FIELDS:
+        if re.search(rf"\b{key}\b", message):
+            return field
+    return "spec_method"
+
+
+def finding_message(data: dict[str, Any], finding: Finding) -> str:
+    """A finding worded for the form: which extra argument, what happens, the rule code."""
+    data = normalize_profile_data(data)
+    info = line_map(data, render_unit(data)).get(finding.span.start.line)
+    prefix = f"“{' '.join(info.words)}”: " if info and info.field == "extra_args" else ""
+    return f"{prefix}{finding.message} ({finding.code})"
+
+
+def lint_profiles(names: list[str] | None, options: LintOptions | None = None) -> Report:
+    """Lint stored profiles as rendered by their latest version (all active profiles when
+    `names` is None or empty); unknown names are input errors (exit status 2), as missing
+    files are for `lintunits`. Each unit is shown as `profile:NAME@vN` and linted with its
+    own target versions unless `options` pins them. Profiles are linted one by one: they
+    run on different hosts, so cross-unit checks (duplicate ports) do not apply."""
+    from units.models import ProfileVersion, ServiceProfile
+
+    options = options or LintOptions()
+    report = Report()
+    if names:
+        found = {p.name: p for p in ServiceProfile.objects.filter(name__in=names)}
+        profiles = []
+        for name in dict.fromkeys(names):
+            if name in found:
+                profiles.append(found[name])
+            else:
+                report.input_errors.append(InputError(f"profile:{name}", "no such profile"))
+    else:
+        profiles = list(ServiceProfile.objects.filter(archived=False).order_by("name"))
+    for profile in profiles:
+        version = ProfileVersion.objects.filter(profile=profile).order_by("-number").first()
+        if version is None:
+            report.input_errors.append(
+                InputError(f"profile:{profile.name}", "the profile has no saved version")
+            )
+            continue
+        path = f"profile:{profile.name}@v{version.number}"
+        single = lint_rendered(
+            version.unit_text,
+            path,
+            profile.unit_name,
+            profile_lint_options(version.data, options),
+        )
+        report.files.extend(single.files)
+        report.input_errors.extend(single.input_errors)
+    return report

@@ -1,0 +1,143 @@
+"""Profile settings as plain data: one canonical, JSON-safe dict shape.
+
+Forms, services, rendering, versions and diffs all speak this shape, so "did anything
+change?" is a dict comparison and a version snapshot can be rendered again years later
+without the model. Normalising never raises: values it cannot coerce are kept as given
+and `units.validation` reports them in the user's terms.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from units.models import PROFILE_FIELDS, ServiceProfile
+
+STRING_FIELDS = frozenset(
+    {
+        "name",
+        "description",
+        "vllm_executable",
+        "model",
+        "host",
+        "gpu_devices",
+        "max_model_len",
+        "quantization",
+        "kv_cache_dtype",
+        "spec_method",
+        "spec_draft_model",
+        "user",
+        "group",
+        "working_directory",
+        "restart",
+        "target_vllm_version",
+    }
+)
+INT_FIELDS = frozenset(
+    {
+        "port",
+        "tensor_parallel_size",
+        "max_num_seqs",
+        "spec_num_tokens",
+        "spec_prompt_lookup_min",
+        "spec_prompt_lookup_max",
+        "spec_draft_tensor_parallel_size",
+        "restart_sec",
+        "timeout_start_sec",
+        "timeout_stop_sec",
+        "gpu_free_wait_sec",
+        "gpu_free_threshold_mib",
+        "target_systemd_version",
+    }
+)
+BOOL_FIELDS = frozenset({"trust_remote_code", "enable_expert_parallel", "gpu_free_wait"})
+# Model paths and names keep inner spaces but never surrounding ones (a form artefact).
+_NO_STRIP = frozenset({"description"})
+
+
+def default_data() -> dict[str, Any]:
+    """Every profile field at its model default (a blank profile)."""
+    fields = {f.name: f for f in ServiceProfile._meta.local_fields}
+    result: dict[str, Any] = {}
+    for name in PROFILE_FIELDS:
+        field = fields[name]
+        result[name] = field.get_default() if field.has_default() else None
+        if result[name] is None and name in STRING_FIELDS:
+            result[name] = ""
+    return normalize_profile_data(result, fill_defaults=False)
+
+
+def normalize_profile_data(data: dict[str, Any], *, fill_defaults: bool = True) -> dict[str, Any]:
+    """The canonical dict for `data` (missing fields take their defaults). Unknown keys
+    are kept so validation can name them."""
+    result: dict[str, Any] = default_data() if fill_defaults else {}
+    for key, value in data.items():
+        result[key] = _normalize(key, value)
+    return result
+
+
+def _normalize(key: str, value: Any) -> Any:
+    if key in STRING_FIELDS:
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            value = value.strip() if key not in _NO_STRIP else value.strip(" \t")
+            if key == "gpu_devices":
+                value = ",".join(part.strip() for part in value.split(","))
+        return value
+    if key in INT_FIELDS:
+        if isinstance(value, str):
+            text = value.strip()
+            if text == "":
+                return None
+            if text.isdigit():
+                return int(text)
+        return value
+    if key in BOOL_FIELDS:
+        return value
+    if key == "gpu_memory_utilization":
+        return _decimal_text(value)
+    if key == "served_model_names":
+        if isinstance(value, str):
+            parts = value.replace("\n", ",").split(",")
+            return [p.strip() for p in parts if p.strip()]
+        if isinstance(value, list | tuple):
+            return [v.strip() if isinstance(v, str) else v for v in value]
+        return value
+    if key == "extra_args":
+        return list(value) if isinstance(value, tuple) else value
+    if key == "environment":
+        return dict(value) if isinstance(value, dict) else value
+    return value
+
+
+def _decimal_text(value: Any) -> Any:
+    """`0.920`, 0.92 and "0.92" all become "0.92" (what vLLM is given); None/"" → None."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        return value
+    try:
+        number = Decimal(str(value).strip())
+    except InvalidOperation:
+        return value
+    if not number.is_finite():
+        return str(value)
+    text = format(number.normalize(), "f")
+    return text
+
+
+def profile_data(profile: ServiceProfile) -> dict[str, Any]:
+    """The canonical settings of a stored profile."""
+    return normalize_profile_data({name: getattr(profile, name) for name in PROFILE_FIELDS})
+
+
+def model_values(data: dict[str, Any]) -> dict[str, Any]:
+    """Canonical data → keyword arguments for the model fields."""
+    values = {name: data[name] for name in PROFILE_FIELDS}
+    gmu = values["gpu_memory_utilization"]
+    values["gpu_memory_utilization"] = Decimal(gmu) if gmu is not None else None
+    for name in PROFILE_FIELDS:
+        if name in STRING_FIELDS and values[name] is None:
+            values[name] = ""
+    return values

@@ -1,0 +1,229 @@
+"""Profile data → the vLLM argv and the systemd unit text.
+
+`profile_argv()` is the single description of what the program receives; the template
+(`templates/units/vllm.service`) writes those same words through the `unitfile` filters,
+so the linter's `--show-argv` of the rendered unit gives back exactly `profile_argv()`
+(the property test checks this round trip). Rendering is deterministic: same data, same
+bytes, same sha256 in the version history.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.template.loader import get_template
+
+from units.profile_data import normalize_profile_data
+from units.speculative import spec_config
+from units.templatetags.unitfile import spec_json
+
+TEMPLATE_NAME = "units/vllm.service"
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+_PYTHON = re.compile(r"python(\d+(\.\d+)?)?\Z")  # as linting/vllm/detect.py recognises it
+_NEGATIVE_NUMBER = re.compile(r"-\d+\Z|-\d*\.\d+\Z")
+# The GPU-free wait polls this often; its worst case is iterations × interval.
+GPU_WAIT_INTERVAL_SEC = 5
+
+
+@dataclass(frozen=True)
+class ArgGroup:
+    """Words of ExecStart= that belong to one profile field; the template writes each
+    group on its own continuation line, which lets lint findings map back to the field."""
+
+    field: str
+    words: tuple[str, ...]
+    spec: dict[str, Any] | None = field(default=None, compare=False)
+
+
+def is_python(executable: str) -> bool:
+    """A venv's python runs the OpenAI API server module instead of `vllm serve`."""
+    return bool(_PYTHON.match(posixpath.basename(executable)))
+
+
+def exec_start_groups(data: dict[str, Any]) -> list[ArgGroup]:
+    """The vLLM command line, grouped by the field each part comes from."""
+    exe = data["vllm_executable"]
+    groups: list[ArgGroup] = []
+    if is_python(exe):
+        groups.append(ArgGroup("vllm_executable", (exe, "-m", API_SERVER_MODULE)))
+        groups.append(ArgGroup("model", ("--model", data["model"])))
+    else:
+        groups.append(ArgGroup("vllm_executable", (exe, "serve")))
+        groups.append(ArgGroup("model", (data["model"],)))
+
+    def add(field_name: str, *words: Any) -> None:
+        groups.append(ArgGroup(field_name, tuple(str(w) for w in words)))
+
+    if data["served_model_names"]:
+        add("served_model_names", "--served-model-name", *data["served_model_names"])
+    add("host", "--host", data["host"])
+    add("port", "--port", data["port"])
+    add("tensor_parallel_size", "--tensor-parallel-size", data["tensor_parallel_size"])
+    if data["enable_expert_parallel"]:
+        add("enable_expert_parallel", "--enable-expert-parallel")
+    if data["trust_remote_code"]:
+        add("trust_remote_code", "--trust-remote-code")
+    if data["max_model_len"]:
+        add("max_model_len", "--max-model-len", data["max_model_len"])
+    if data["max_num_seqs"] is not None:
+        add("max_num_seqs", "--max-num-seqs", data["max_num_seqs"])
+    if data["gpu_memory_utilization"] is not None:
+        add("gpu_memory_utilization", "--gpu-memory-utilization", data["gpu_memory_utilization"])
+    if data["quantization"]:
+        add("quantization", "--quantization", data["quantization"])
+    if data["kv_cache_dtype"]:
+        add("kv_cache_dtype", "--kv-cache-dtype", data["kv_cache_dtype"])
+    config = spec_config(data)
+    if config is not None:
+        groups.append(
+            ArgGroup("spec_method", ("--speculative-config", spec_json(config)), spec=config)
+        )
+    # extra arguments: an option starts a new line, its values (a negative number is a
+    # value to argparse) follow it
+    current: list[str] = []
+    for word in data["extra_args"]:
+        if word.startswith("-") and not _NEGATIVE_NUMBER.match(word) and current:
+            groups.append(ArgGroup("extra_args", tuple(current)))
+            current = []
+        current.append(word)
+    if current:
+        groups.append(ArgGroup("extra_args", tuple(current)))
+    return groups
+
+
+def profile_argv(data: dict[str, Any]) -> list[str]:
+    """The exact argv the vLLM process receives for this profile."""
+    data = normalize_profile_data(data)
+    return [word for group in exec_start_groups(data) for word in group.words]
+
+
+def gpu_wait_iterations(wait_sec: int) -> tuple[int, int]:
+    """(iterations, seconds per sleep) so that iterations × sleep ≤ wait_sec."""
+    interval = GPU_WAIT_INTERVAL_SEC if wait_sec >= 2 * GPU_WAIT_INTERVAL_SEC else 1
+    return max(1, wait_sec // interval), interval
+
+
+def gpu_wait_script(data: dict[str, Any]) -> str | None:
+    """The bash script of the optional GPU-free wait (ExecStartPre=), or None.
+
+    What the seed's loop got wrong, fixed: it is bounded (`seq` iterations × `sleep`
+    ≤ gpu_free_wait_sec, which validation keeps inside TimeoutStartSec=, fact 6); it looks
+    at every GPU (no `-i`, facts "Operational"); it requires both memory.used ≤ threshold
+    on each GPU and no compute processes; a failing nvidia-smi counts as busy; on timeout it
+    says why, prints the GPU state and exits 1 so systemd does not start vLLM. Every `$`
+    reaches bash because `exec_word` writes it as `$$` (fact 5)."""
+    if not data["gpu_free_wait"]:
+        return None
+    tries, interval = gpu_wait_iterations(data["gpu_free_wait_sec"])
+    limit = data["gpu_free_threshold_mib"]
+    return (
+        f"for _ in $(seq 1 {tries}); do "
+        "used=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits) && "
+        "apps=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader) && "
+        '[ -z "$apps" ] && busy=0 && '
+        f'for mib in $used; do [ "$mib" -le {limit} ] 2>/dev/null || busy=1; done && '
+        '[ "$busy" = 0 ] && exit 0; '
+        f"sleep {interval}; done; "
+        f'echo "GPUs not free after {tries * interval} s (memory.used above {limit} MiB '
+        'on some GPU, or compute processes running): not starting vLLM" >&2; '
+        "nvidia-smi --query-gpu=index,memory.used --format=csv >&2; "
+        "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv >&2; "
+        "exit 1"
+    )
+
+
+def environment_items(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """`Environment=` assignments: the GPU selection first, then the profile's variables
+    sorted by name (PostgreSQL's jsonb does not keep key order; the unit must not change
+    with the database)."""
+    items: list[tuple[str, str]] = []
+    if data["gpu_devices"]:
+        items.append(("CUDA_VISIBLE_DEVICES", data["gpu_devices"]))
+    items.extend(sorted(data["environment"].items()))
+    return items
+
+
+def description(data: dict[str, Any]) -> str:
+    if data["description"]:
+        return data["description"]
+    names = data["served_model_names"]
+    return f"vLLM {names[0] if names else data['model']}"
+
+
+def render_context(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": data["name"],
+        "description": description(data),
+        "user": data["user"],
+        "group": data["group"],
+        "working_directory": data["working_directory"],
+        "environment": environment_items(data),
+        "gpu_wait_script": gpu_wait_script(data),
+        "exec_start": exec_start_groups(data),
+        "restart": data["restart"],
+        "restart_sec": data["restart_sec"],
+        "timeout_start_sec": data["timeout_start_sec"],
+        "timeout_stop_sec": data["timeout_stop_sec"],
+    }
+
+
+def render_unit(data: dict[str, Any]) -> str:
+    """The unit file text for (valid) profile data."""
+    data = normalize_profile_data(data)
+    return get_template(TEMPLATE_NAME).render(render_context(data))
+
+
+# Settings whose line maps to one field (lint findings → form fields).
+_KEY_FIELDS = {
+    "Description": "description",
+    "User": "user",
+    "Group": "group",
+    "WorkingDirectory": "working_directory",
+    "ExecStartPre": "gpu_free_wait_sec",
+    "Restart": "restart",
+    "RestartSec": "restart_sec",
+    "TimeoutStartSec": "timeout_start_sec",
+    "TimeoutStopSec": "timeout_stop_sec",
+}
+
+
+@dataclass(frozen=True)
+class LineInfo:
+    """What one line of a rendered unit shows: the profile field, and for ExecStart= the
+    words of that line."""
+
+    field: str
+    words: tuple[str, ...] = ()
+
+
+def line_map(data: dict[str, Any], text: str) -> dict[int, LineInfo]:
+    """1-based line number of `text` (rendered from `data`) → the field it shows."""
+    data = normalize_profile_data(data)
+    groups = exec_start_groups(data)
+    result: dict[int, LineInfo] = {}
+    in_exec = -1  # index of the ExecStart group on the current line, -1 outside
+    for number, line in enumerate(text.splitlines(), start=1):
+        if in_exec >= 0:
+            result[number] = LineInfo(groups[in_exec].field, groups[in_exec].words)
+            in_exec = in_exec + 1 if line.endswith(" \\") else -1
+            continue
+        key, eq, value = line.partition("=")
+        if not eq:
+            continue
+        if key == "ExecStart":
+            result[number] = LineInfo(groups[0].field, groups[0].words)
+            in_exec = 1 if line.endswith(" \\") else -1
+        elif key == "Environment":
+            is_gpu = value.startswith("CUDA_VISIBLE_DEVICES=") and data["gpu_devices"]
+            result[number] = LineInfo("gpu_devices" if is_gpu else "environment")
+        elif key in _KEY_FIELDS:
+            result[number] = LineInfo(_KEY_FIELDS[key])
+    return result
+
+
+def line_fields(data: dict[str, Any], text: str) -> dict[int, str]:
+    """1-based line number → profile field (for showing findings next to form fields)."""
+    return {number: info.field for number, info in line_map(data, text).items()}

@@ -1,0 +1,47 @@
+"""Roles as Django groups: viewer (read), operator (edit profiles), approver (approve
+deploys), admin (everything specadmin offers).
+
+Groups hold model permissions, so views check `user.has_perm("units.change_serviceprofile")`
+and never a group name. `ensure_roles()` is idempotent (loaddemo and deployments call it);
+it only adds permissions, so an administrator's extra grants survive.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import Group, Permission
+
+VIEWER, OPERATOR, APPROVER, ADMIN = "viewer", "operator", "approver", "admin"
+
+_READ = ("units.view_serviceprofile", "units.view_profileversion")
+_EDIT = ("units.add_serviceprofile", "units.change_serviceprofile")
+# Granted once the deploy app defines it; skipped (not an error) before that.
+_APPROVE = ("deploys.approve_deployrequest",)
+
+ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
+    VIEWER: _READ,
+    OPERATOR: _READ + _EDIT,
+    APPROVER: _READ + _APPROVE,
+    ADMIN: _READ + _EDIT + _APPROVE,
+}
+
+
+def _permissions(names: tuple[str, ...]) -> list[Permission]:
+    found = []
+    for name in names:
+        app_label, codename = name.split(".", 1)
+        perm = Permission.objects.filter(
+            content_type__app_label=app_label, codename=codename
+        ).first()
+        if perm is not None:
+            found.append(perm)
+    return found
+
+
+def ensure_roles() -> dict[str, Group]:
+    """Create the four groups (if missing) and grant their permissions."""
+    groups: dict[str, Group] = {}
+    for role, names in ROLE_PERMISSIONS.items():
+        group, _ = Group.objects.get_or_create(name=role)
+        group.permissions.add(*_permissions(names))
+        groups[role] = group
+    return groups

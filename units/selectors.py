@@ -1,0 +1,71 @@
+"""Reads of profiles and versions (HackSoft style: keyword-only where it filters)."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from units.models import PROFILE_FIELDS, ProfileVersion, ServiceProfile
+
+NO_METHOD = "none"  # `method=` filter value for profiles without speculative decoding
+
+
+def profile_list(
+    *,
+    search: str = "",
+    method: str = "",
+    vllm_version: str = "",
+    archived: bool | None = False,
+) -> QuerySet[ServiceProfile]:
+    """Profiles by name, filtered. `search` matches name, description and model;
+    `method=""` any, `"none"` without speculative decoding; `archived=None` both."""
+    qs = ServiceProfile.objects.all()
+    if archived is not None:
+        qs = qs.filter(archived=archived)
+    search = search.strip()
+    if search:
+        qs = qs.filter(
+            Q(name__icontains=search)
+            | Q(description__icontains=search)
+            | Q(model__icontains=search)
+        )
+    if method == NO_METHOD:
+        qs = qs.filter(spec_method="")
+    elif method:
+        qs = qs.filter(spec_method=method)
+    if vllm_version:
+        qs = qs.filter(target_vllm_version=vllm_version)
+    return qs.order_by("name")
+
+
+def profile_versions(*, profile: ServiceProfile) -> QuerySet[ProfileVersion]:
+    """Newest first, with the author loaded (history pages list them all)."""
+    return (
+        ProfileVersion.objects.filter(profile=profile)
+        .select_related("created_by")
+        .order_by("-number")
+    )
+
+
+def profile_latest_version(*, profile: ServiceProfile) -> ProfileVersion | None:
+    return ProfileVersion.objects.filter(profile=profile).order_by("-number").first()
+
+
+def version_field_diff(a: ProfileVersion, b: ProfileVersion) -> list[tuple[str, Any, Any]]:
+    """(field, value in a, value in b) for every setting that differs, in field order."""
+    keys = list(PROFILE_FIELDS) + sorted((set(a.data) | set(b.data)) - set(PROFILE_FIELDS))
+    return [(k, a.data.get(k), b.data.get(k)) for k in keys if a.data.get(k) != b.data.get(k)]
+
+
+def version_unit_diff(a: ProfileVersion, b: ProfileVersion) -> str:
+    """Unified diff of the two rendered units ("" when identical)."""
+    return "".join(
+        difflib.unified_diff(
+            a.unit_text.splitlines(keepends=True),
+            b.unit_text.splitlines(keepends=True),
+            fromfile=f"{a.profile.name}.service@v{a.number}",
+            tofile=f"{b.profile.name}.service@v{b.number}",
+        )
+    )

@@ -1,0 +1,400 @@
+"""Profile pages: list, create, edit with live preview, clone, archive, history, compare.
+
+Views are thin: reads go through `units.selectors`, writes through `units.services` (which
+validate, lint-gate and version every change); a service's ValidationError is shown at
+the form fields it names. Permissions are Django model permissions granted by the role
+groups (`units.roles`), checked here, never by group name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from units import selectors, services
+from units.forms import (
+    GENERAL,
+    LABELS,
+    CloneForm,
+    Issue,
+    ProfileFilterForm,
+    ProfileForm,
+    build_preview,
+    method_fields_json,
+)
+from units.models import ProfileVersion, ServiceProfile
+from units.profile_data import profile_data
+
+VIEW = "units.view_serviceprofile"
+VIEW_VERSIONS = "units.view_profileversion"
+ADD = "units.add_serviceprofile"
+CHANGE = "units.change_serviceprofile"
+PAGE_SIZE = 50
+# What the list shows; nothing else is read (5,000 profiles must list fast).
+LIST_COLUMNS = (
+    "id",
+    "name",
+    "description",
+    "model",
+    "spec_method",
+    "target_vllm_version",
+    "tensor_parallel_size",
+    "port",
+    "archived",
+    "updated_at",
+)
+
+View = Callable[..., HttpResponse]
+
+
+def requires(*perms: str) -> Callable[[View], View]:
+    """Login first (anonymous users go to the login page), then the permissions (403)."""
+
+    def decorator(view: View) -> View:
+        return login_required(permission_required(perms, raise_exception=True)(view))
+
+    return decorator
+
+
+def can_edit(user: Any) -> bool:
+    return user.has_perm(CHANGE)
+
+
+def _editable_profile(pk: int) -> ServiceProfile:
+    return get_object_or_404(ServiceProfile, pk=pk)
+
+
+# -- list ------------------------------------------------------------------------------
+
+
+@require_GET
+@requires(VIEW)
+def profile_list(request: HttpRequest) -> HttpResponse:
+    """Search, filters and 50-per-page pagination; htmx requests get only the results."""
+    filters = ProfileFilterForm(request.GET)
+    profiles = selectors.profile_list(**filters.selector_kwargs()).only(*LIST_COLUMNS)
+    page = Paginator(profiles, PAGE_SIZE).get_page(request.GET.get("page"))
+    partial = bool(request.htmx) and not request.htmx.history_restore_request
+    template = "units/_list_results.html" if partial else "units/list.html"
+    response = render(
+        request,
+        template,
+        {"filters": filters, "page": page, "can_add": request.user.has_perm(ADD)},
+    )
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+# -- one profile -----------------------------------------------------------------------
+
+
+@require_GET
+@requires(VIEW)
+def profile_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    profile = get_object_or_404(ServiceProfile.objects.select_related("cloned_from"), pk=pk)
+    latest = selectors.profile_latest_version(profile=profile)
+    origin_latest = (
+        selectors.profile_latest_version(profile=profile.cloned_from)
+        if profile.cloned_from
+        else None
+    )
+    return render(
+        request,
+        "units/detail.html",
+        {
+            "profile": profile,
+            "latest": latest,
+            "origin_latest": origin_latest,
+            "preview": build_preview(profile_data(profile)),
+            "can_edit": can_edit(request.user),
+            "can_add": request.user.has_perm(ADD),
+            "labels": LABELS,
+        },
+    )
+
+
+def _merge_form_errors(form: ProfileForm, issues: dict[str, list[Issue]]) -> None:
+    """Add the save's errors (the services' verdict) that the preview does not show yet."""
+    for name, errors in form.errors.items():
+        key = GENERAL if name == "__all__" else name
+        shown = set()
+        for issue in issues.get(key, []):
+            shown.update({issue.message, f"{issue.message} ({issue.code})"})
+        new = [Issue("error", message) for message in errors if message not in shown]
+        issues[key] = new + issues.get(key, [])
+
+
+def _form_page(
+    request: HttpRequest, form: ProfileForm, *, profile: ServiceProfile | None, status: int = 200
+) -> HttpResponse:
+    preview = build_preview(form.to_data(), form.shape_errors())
+    issues = dict(preview.issues)
+    if form.is_bound:
+        _merge_form_errors(form, issues)
+    return render(
+        request,
+        "units/edit.html",
+        {
+            "form": form,
+            "profile": profile,
+            "sections": form.sections(issues),
+            "preview": preview,
+            "general_issues": issues.get(GENERAL, []),
+            "method_fields_json": method_fields_json(),
+        },
+        status=status,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@requires(ADD)
+def profile_create(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        return _form_page(request, ProfileForm(), profile=None)
+    form = ProfileForm(request.POST)
+    if form.is_valid():
+        try:
+            profile = services.profile_create(
+                data=form.to_data(),
+                created_by=request.user,
+                comment=form.cleaned_data["comment"],
+            )
+        except ValidationError as exc:
+            form.add_service_error(exc)
+        else:
+            messages.success(request, f"Created {profile.unit_name} (version 1).")
+            return redirect("units:detail", pk=profile.pk)
+    return _form_page(request, form, profile=None, status=400)
+
+
+@require_http_methods(["GET", "POST"])
+@requires(CHANGE)
+def profile_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    profile = _editable_profile(pk)
+    if profile.archived:
+        messages.error(request, f"{profile.name} is archived: unarchive it before editing.")
+        return redirect("units:detail", pk=profile.pk)
+    if request.method == "GET":
+        return _form_page(request, ProfileForm(profile=profile), profile=profile)
+    form = ProfileForm(request.POST, profile=profile)
+    if form.is_valid():
+        try:
+            version = services.profile_update(
+                profile=profile,
+                data=form.to_data(),
+                updated_by=request.user,
+                comment=form.cleaned_data["comment"],
+            )
+        except ValidationError as exc:
+            form.add_service_error(exc)
+        else:
+            if version is None:
+                messages.info(request, "Nothing changed: no new version was saved.")
+            else:
+                fields = ", ".join(LABELS.get(f, f) for f in version.changed_fields)
+                messages.success(request, f"Saved version {version.number} ({fields}).")
+            return redirect("units:detail", pk=profile.pk)
+    return _form_page(request, form, profile=profile, status=400)
+
+
+@require_POST
+@login_required
+def profile_preview(request: HttpRequest) -> HttpResponse:
+    """Render + lint the posted form for the live preview. Never saves: it only reads."""
+    if not (request.user.has_perm(ADD) or request.user.has_perm(CHANGE)):
+        raise PermissionDenied
+    profile = None
+    if request.POST.get("profile_id", "").isdigit():
+        profile = ServiceProfile.objects.filter(pk=int(request.POST["profile_id"])).first()
+    form = ProfileForm(request.POST, profile=profile)
+    preview = build_preview(form.to_data(), form.shape_errors())
+    return render(request, "units/_preview.html", {"preview": preview, "oob": True})
+
+
+@require_http_methods(["GET", "POST"])
+@requires(ADD)
+def profile_clone(request: HttpRequest, pk: int) -> HttpResponse:
+    source = get_object_or_404(ServiceProfile, pk=pk)
+    form = CloneForm(request.POST or None, initial={"new_name": f"{source.name}-variant"})
+    if request.method == "POST" and form.is_valid():
+        try:
+            clone = services.profile_clone(
+                profile=source,
+                new_name=form.cleaned_data["new_name"].strip(),
+                created_by=request.user,
+            )
+        except ValidationError as exc:
+            errors = exc.message_dict if hasattr(exc, "error_dict") else {"name": exc.messages}
+            for name, texts in errors.items():
+                for text in texts:
+                    if name == "name":
+                        form.add_error("new_name", text)
+                    else:
+                        form.add_error(None, f"{LABELS.get(name, name)}: {text}")
+        else:
+            messages.success(
+                request, f"Created the variant {clone.name} beside {source.name}; edit it now."
+            )
+            return redirect("units:edit", pk=clone.pk)
+    status = 400 if form.is_bound else 200
+    return render(request, "units/clone.html", {"form": form, "profile": source}, status=status)
+
+
+@require_POST
+@requires(CHANGE)
+def profile_archive(request: HttpRequest, pk: int) -> HttpResponse:
+    profile = services.profile_archive(profile=_editable_profile(pk), archived_by=request.user)
+    messages.success(request, f"Archived {profile.name}; its history is kept.")
+    return redirect("units:detail", pk=profile.pk)
+
+
+@require_POST
+@requires(CHANGE)
+def profile_unarchive(request: HttpRequest, pk: int) -> HttpResponse:
+    profile = services.profile_unarchive(profile=_editable_profile(pk), unarchived_by=request.user)
+    messages.success(request, f"{profile.name} is active again.")
+    return redirect("units:detail", pk=profile.pk)
+
+
+# -- versions --------------------------------------------------------------------------
+
+
+@require_GET
+@requires(VIEW, VIEW_VERSIONS)
+def version_history(request: HttpRequest, pk: int) -> HttpResponse:
+    profile = get_object_or_404(ServiceProfile, pk=pk)
+    versions = selectors.profile_versions(profile=profile).only(
+        "id",
+        "profile_id",
+        "number",
+        "changed_fields",
+        "comment",
+        "created_at",
+        "created_by__username",
+    )
+    page = Paginator(versions, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [
+        (
+            v,
+            ", ".join(LABELS.get(f, f) for f in v.changed_fields[:8])
+            + (f" and {len(v.changed_fields) - 8} more" if len(v.changed_fields) > 8 else ""),
+        )
+        for v in page
+    ]
+    latest_number = page.object_list[0].number if page.number == 1 and rows else None
+    return render(
+        request,
+        "units/history.html",
+        {
+            "profile": profile,
+            "page": page,
+            "rows": rows,
+            "latest_number": latest_number,
+            "can_edit": can_edit(request.user) and not profile.archived,
+        },
+    )
+
+
+def _version(pk: int, number: int) -> ProfileVersion:
+    return get_object_or_404(
+        ProfileVersion.objects.select_related("profile", "created_by"),
+        profile_id=pk,
+        number=number,
+    )
+
+
+@require_GET
+@requires(VIEW, VIEW_VERSIONS)
+def version_detail(request: HttpRequest, pk: int, number: int) -> HttpResponse:
+    version = _version(pk, number)
+    latest = selectors.profile_latest_version(profile=version.profile)
+    settings = [(LABELS.get(k, k), _show(v)) for k, v in version.data.items()]
+    return render(
+        request,
+        "units/version.html",
+        {
+            "version": version,
+            "profile": version.profile,
+            "settings": settings,
+            "lines": list(enumerate(version.unit_text.splitlines(), start=1)),
+            "is_latest": latest is not None and latest.pk == version.pk,
+            "can_edit": can_edit(request.user) and not version.profile.archived,
+        },
+    )
+
+
+@require_POST
+@requires(CHANGE)
+def version_restore(request: HttpRequest, pk: int, number: int) -> HttpResponse:
+    """Make an old version current again as a NEW version (history only grows)."""
+    version = _version(pk, number)
+    before = selectors.profile_latest_version(profile=version.profile)
+    try:
+        new = services.profile_restore_version(version=version, restored_by=request.user)
+    except ValidationError as exc:
+        messages.error(request, f"Version {number} cannot be restored: {' '.join(exc.messages)}")
+    else:
+        if before is not None and new.pk == before.pk:
+            messages.info(request, f"Version {number} matches the current settings already.")
+        else:
+            messages.success(request, f"Restored version {number} as version {new.number}.")
+    return redirect("units:history", pk=pk)
+
+
+def _show(value: Any) -> str:
+    """A setting as the form writes it."""
+    if value is None or value == "" or value == [] or value == {}:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return "\n".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return "\n".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
+
+
+def _diff_class(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "file"
+    return {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "")
+
+
+@require_GET
+@requires(VIEW, VIEW_VERSIONS)
+def version_compare(request: HttpRequest) -> HttpResponse:
+    """Any two versions, of one profile or of a variant and its original: field diff
+    table and unified diff of the units (`?a=VERSION_ID&b=VERSION_ID`)."""
+    ids = [request.GET.get("a", ""), request.GET.get("b", "")]
+    if not all(i.isdigit() for i in ids):
+        return HttpResponseBadRequest("Choose two versions to compare (a and b).")
+    found = ProfileVersion.objects.select_related("profile", "created_by").in_bulk(
+        [int(i) for i in ids]
+    )
+    a, b = found.get(int(ids[0])), found.get(int(ids[1]))
+    if a is None or b is None:
+        raise Http404("No such version.")
+    fields = [
+        (LABELS.get(k, k), _show(old), _show(new))
+        for k, old, new in selectors.version_field_diff(a, b)
+    ]
+    diff = selectors.version_unit_diff(a, b)
+    return render(
+        request,
+        "units/compare.html",
+        {
+            "a": a,
+            "b": b,
+            "fields": fields,
+            "diff_lines": [(_diff_class(line), line.rstrip("\n")) for line in diff.splitlines()],
+        },
+    )
