@@ -1,0 +1,161 @@
+"""Hosts, deploy requests (with their approval) and the runs of deploy jobs.
+
+State changes that matter for "exactly once" are made with conditional UPDATEs in
+`deploys/services.py` (claim a row only while it is in the expected state), never by
+read-modify-write in Python.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from units.models import ProfileVersion
+from units.names import validate_unit_name
+
+
+class Host(models.Model):
+    """A GPU host specadmin pushes units to. Credentials are never stored: only the path
+    of a private key readable by the worker, or "use the SSH agent"."""
+
+    class Transport(models.TextChoices):
+        SSH = "ssh", "SSH"
+        LOCAL = "local", "Local (worker runs on this host)"
+
+    class Auth(models.TextChoices):
+        KEY_FILE = "key_file", "Private key file readable by the worker"
+        AGENT = "agent", "SSH agent of the worker"
+
+    name = models.SlugField(max_length=100, unique=True)
+    address = models.CharField(max_length=255, help_text="Hostname or IP address")
+    ssh_port = models.PositiveIntegerField(
+        default=22, validators=[MinValueValidator(1), MaxValueValidator(65535)]
+    )
+    username = models.CharField(max_length=64, default="root")
+    transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.SSH)
+    auth = models.CharField(max_length=10, choices=Auth.choices, default=Auth.KEY_FILE)
+    key_file = models.CharField(max_length=500, blank=True, help_text="Path on the worker")
+    # Host key: what the host presented when added, and what an admin confirmed (pinned).
+    presented_host_key = models.TextField(blank=True)
+    presented_fingerprint = models.CharField(max_length=100, blank=True)
+    host_key = models.TextField(blank=True, help_text="Pinned public key (type base64)")
+    host_key_fingerprint = models.CharField(max_length=100, blank=True)
+    host_key_confirmed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    host_key_confirmed_at = models.DateTimeField(null=True, blank=True)
+    # Facts from the last probe; linting targets what the host really runs.
+    systemd_version = models.PositiveIntegerField(null=True, blank=True)
+    vllm_version = models.CharField(max_length=30, blank=True)
+    gpu_count = models.PositiveIntegerField(null=True, blank=True)
+    gpus = models.JSONField(default=list, blank=True)
+    managed_units = models.JSONField(default=list, blank=True)
+    probed_at = models.DateTimeField(null=True, blank=True)
+    probe_error = models.TextField(blank=True)
+    archived = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def key_pinned(self) -> bool:
+        return bool(self.host_key)
+
+
+class DeployRequest(models.Model):
+    """ "Deploy profile version V to host H (as unit U)", approved by someone else."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for approval"
+        APPROVED = "approved", "Approved, queued"
+        REJECTED = "rejected", "Rejected"
+        EXPIRED = "expired", "Expired"
+        VOID = "void", "Void (something changed after the request)"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    profile_version = models.ForeignKey(
+        ProfileVersion, on_delete=models.PROTECT, related_name="deploy_requests"
+    )
+    host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="deploy_requests")
+    unit_name = models.CharField(max_length=247, validators=[validate_unit_name])
+    # The exact text that will be pushed, rendered for the host's versions, and its hash:
+    # an approval is valid only for this hash.
+    unit_text = models.TextField()
+    unit_sha256 = models.CharField(max_length=64)
+    # What the host had when the request was made (read live), for the diff and to notice
+    # that the host changed before execution.
+    host_unit_text = models.TextField(blank=True)
+    host_unit_sha256 = models.CharField(max_length=64, blank=True)
+    lint_findings = models.JSONField(default=list, blank=True)
+    warnings_acknowledged = models.BooleanField(default=False)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    status_reason = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="deploy_requests"
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_comment = models.TextField(blank=True)
+    approved_sha256 = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-requested_at"]
+        permissions = [("approve_deployrequest", "Can approve or reject deploy requests")]
+        indexes = [models.Index(fields=["status", "expires_at"])]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.unit_name}.service → {self.host}"
+
+
+class JobStep(models.Model):
+    """One step of a deploy job (preflight, push, daemon-reload, …) with its log."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        SKIPPED = "skipped", "Skipped"
+
+    request = models.ForeignKey(DeployRequest, on_delete=models.PROTECT, related_name="steps")
+    name = models.CharField(max_length=50)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    log = models.TextField(blank=True)
+    result = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["request", "started_at", "pk"]
+
+
+class PushedUnit(models.Model):
+    """Every unit text pushed to a host, and what it replaced (the backup, also kept on the
+    host beside the unit)."""
+
+    host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="pushed_units")
+    unit_name = models.CharField(max_length=247)
+    request = models.ForeignKey(
+        DeployRequest, null=True, blank=True, on_delete=models.PROTECT, related_name="pushes"
+    )
+    text = models.TextField()
+    sha256 = models.CharField(max_length=64)
+    previous_text = models.TextField(blank=True)
+    previous_sha256 = models.CharField(max_length=64, blank=True)
+    backup_path = models.CharField(max_length=500, blank=True)
+    pushed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-pushed_at"]
