@@ -9,4 +9,6 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("profiles/", include("units.urls")),
+    path("history/", include("audit.urls")),
 ]

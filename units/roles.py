@@ -12,8 +12,19 @@ from django.contrib.auth.models import Group, Permission
 
 VIEWER, OPERATOR, APPROVER, ADMIN = "viewer", "operator", "approver", "admin"
 
-_READ = ("units.view_serviceprofile", "units.view_profileversion")
-_EDIT = ("units.add_serviceprofile", "units.change_serviceprofile")
+_READ = (
+    "units.view_serviceprofile",
+    "units.view_profileversion",
+    "audit.view_auditevent",
+    "deploys.view_host",
+    "deploys.view_deployrequest",
+)
+_EDIT = (
+    "units.add_serviceprofile",
+    "units.change_serviceprofile",
+    "deploys.add_deployrequest",
+)
+_HOSTS = ("deploys.add_host", "deploys.change_host")
 # Granted once the deploy app defines it; skipped (not an error) before that.
 _APPROVE = ("deploys.approve_deployrequest",)
 
@@ -21,7 +32,7 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
     VIEWER: _READ,
     OPERATOR: _READ + _EDIT,
     APPROVER: _READ + _APPROVE,
-    ADMIN: _READ + _EDIT + _APPROVE,
+    ADMIN: _READ + _EDIT + _APPROVE + _HOSTS,
 }
 
 

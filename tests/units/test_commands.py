@@ -78,7 +78,17 @@ def test_roles_grant_model_permissions() -> None:
         role: {f"{p.content_type.app_label}.{p.codename}" for p in g.permissions.all()}
         for role, g in groups.items()
     }
-    assert perms["viewer"] == {"units.view_serviceprofile", "units.view_profileversion"}
+    assert perms["viewer"] == {
+        "units.view_serviceprofile",
+        "units.view_profileversion",
+        "audit.view_auditevent",
+        "deploys.view_host",
+        "deploys.view_deployrequest",
+    }
+    assert "deploys.add_deployrequest" in perms["operator"]
+    assert "deploys.approve_deployrequest" in perms["approver"]
+    assert "deploys.approve_deployrequest" not in perms["operator"]
+    assert "deploys.add_host" in perms["admin"] and "deploys.add_host" not in perms["operator"]
     assert "units.change_serviceprofile" in perms["operator"]
     assert "units.change_serviceprofile" not in perms["approver"]
     assert perms["admin"] >= perms["operator"]

@@ -1,0 +1,57 @@
+"""Reading audit history: the filters behind the history page and its exports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from audit.models import AuditEvent, AuditKind
+
+
+@dataclass(frozen=True)
+class HistoryFilters:
+    """What the history page filters by; empty values mean "any"."""
+
+    host: str = ""
+    profile: str = ""
+    user: str = ""
+    kind: str = ""
+    since: date | None = None
+    until: date | None = None
+
+
+def audit_event_list(*, filters: HistoryFilters) -> QuerySet[AuditEvent]:
+    """Events matching every given filter, newest first.
+
+    `user` matches the username at the time *or* the user's current name, so history
+    survives renames in both directions. `kind` is an exact kind or a family: `deploy`
+    matches `deploy.requested`, `deploy.approved`, …. Dates are inclusive days in the
+    current time zone.
+    """
+    events = AuditEvent.objects.order_by("-id")
+    if filters.host:
+        events = events.filter(host_name=filters.host)
+    if filters.profile:
+        events = events.filter(profile_name=filters.profile)
+    if filters.user:
+        events = events.filter(Q(actor_name=filters.user) | Q(actor__username=filters.user))
+    if filters.kind:
+        events = events.filter(Q(kind=filters.kind) | Q(kind__startswith=filters.kind + "."))
+    if filters.since:
+        events = events.filter(at__gte=_start_of(filters.since))
+    if filters.until:
+        events = events.filter(at__lt=_start_of(filters.until + timedelta(days=1)))
+    return events
+
+
+def audit_kind_choices() -> list[str]:
+    """Known kinds plus any other kind already recorded, sorted, for the filter's list."""
+    recorded = AuditEvent.objects.order_by().values_list("kind", flat=True).distinct()
+    return sorted({*AuditKind, *recorded})
+
+
+def _start_of(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min))

@@ -1,0 +1,60 @@
+"""The history page and its exports: thin views over the selectors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from audit.exports import csv_lines, json_chunks
+from audit.forms import HistoryFilterForm
+from audit.models import AuditEvent
+from audit.selectors import audit_event_list, audit_kind_choices
+
+PAGE_SIZE = 50
+EXPORT_CHUNK = 2000
+VIEW_PERMISSION = "audit.view_auditevent"
+
+
+@login_required
+@permission_required(VIEW_PERMISSION, raise_exception=True)
+def history(request: HttpRequest) -> HttpResponse:
+    form = HistoryFilterForm(request.GET)
+    page = None
+    if form.is_valid():
+        events = audit_event_list(filters=form.filters())
+        page = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"form": form, "page": page, "kinds": audit_kind_choices()}
+    return render(request, "audit/history.html", context, status=200 if page is not None else 400)
+
+
+@login_required
+@permission_required(VIEW_PERMISSION, raise_exception=True)
+def export_csv(request: HttpRequest) -> HttpResponse:
+    return _export(request, csv_lines, "text/csv; charset=utf-8", "csv")
+
+
+@login_required
+@permission_required(VIEW_PERMISSION, raise_exception=True)
+def export_json(request: HttpRequest) -> HttpResponse:
+    return _export(request, json_chunks, "application/json", "json")
+
+
+def _export(
+    request: HttpRequest,
+    render_rows: Callable[[Iterable[AuditEvent]], Iterator[str]],
+    content_type: str,
+    extension: str,
+) -> HttpResponse:
+    form = HistoryFilterForm(request.GET)
+    if not form.is_valid():
+        return HttpResponseBadRequest(form.errors.as_text(), content_type="text/plain")
+    events = audit_event_list(filters=form.filters()).iterator(chunk_size=EXPORT_CHUNK)
+    response = StreamingHttpResponse(render_rows(events), content_type=content_type)
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+    response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.{extension}"'
+    return response

@@ -1,0 +1,46 @@
+"""How commands and files reach a GPU host: SSH (paramiko) or local (pystemd + NVML).
+
+Import the implementations from their modules (`deploys.transports.ssh`,
+`deploys.transports.local`): the local one needs pystemd, the SSH one paramiko.
+"""
+
+from .base import (
+    CommandResult,
+    GpuInfo,
+    GpuProcess,
+    JournalEntry,
+    Transport,
+    is_valid_unit_name,
+)
+from .errors import (
+    AuthenticationFailed,
+    CommandTimeout,
+    ConnectionLost,
+    GpuUnavailable,
+    HostKeyMismatch,
+    HostUnreachable,
+    RemoteCommandFailed,
+    TransportError,
+)
+from .push import PushResult, UnitPushError, push_unit, restore_backup
+
+__all__ = [
+    "AuthenticationFailed",
+    "CommandResult",
+    "CommandTimeout",
+    "ConnectionLost",
+    "GpuInfo",
+    "GpuProcess",
+    "GpuUnavailable",
+    "HostKeyMismatch",
+    "HostUnreachable",
+    "JournalEntry",
+    "PushResult",
+    "RemoteCommandFailed",
+    "Transport",
+    "TransportError",
+    "UnitPushError",
+    "is_valid_unit_name",
+    "push_unit",
+    "restore_backup",
+]

@@ -1,0 +1,380 @@
+"""The transport interface: how job steps reach a host, independent of SSH vs. local.
+
+Steps call `run(argv)` with argv lists (never shell strings) plus a few helpers built on top
+of it (`systemctl`, `unit_properties`, `journal`, `gpu_status`). Implementations only decide
+how bytes travel: `SSHTransport` (paramiko) or `LocalTransport` (subprocess, pystemd, NVML),
+so the same step code runs on both.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from .errors import GpuUnavailable, RemoteCommandFailed, TransportError
+
+DEFAULT_COMMAND_TIMEOUT = 60.0
+# write_file_atomic's temp files are ".<name>.specadmin-<random>" beside the target.
+TEMP_INFIX = ".specadmin-"
+
+# systemd unit_name_is_valid() (src/basic/unit-name.c): [A-Za-z0-9:_.\\-] plus "@" for
+# templates/instances, a known type suffix, at most 255 bytes. We also refuse a leading "-"
+# so a name can never be read as an option.
+UNIT_TYPES = (
+    "service",
+    "socket",
+    "target",
+    "device",
+    "mount",
+    "automount",
+    "swap",
+    "timer",
+    "path",
+    "slice",
+    "scope",
+)
+_UNIT_NAME_RE = re.compile(r"[A-Za-z0-9:_.\\@][A-Za-z0-9:_.\\@-]*\.(" + "|".join(UNIT_TYPES) + ")")
+
+
+def is_valid_unit_name(name: str) -> bool:
+    """True for a plain systemd unit name (no path, no shell metacharacters, no `..`)."""
+    return (
+        len(name.encode()) <= 255
+        and _UNIT_NAME_RE.fullmatch(name) is not None
+        and ".." not in name
+        and name.count("@") <= 1
+    )
+
+
+def require_unit_name(name: str) -> str:
+    if not is_valid_unit_name(name):
+        raise ValueError(f"not a valid systemd unit name: {name!r}")
+    return name
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """Outcome of one command. Output is bytes: unit files and logs need not be UTF-8."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    duration: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def stdout_text(self) -> str:
+        return self.stdout.decode(errors="replace")
+
+    @property
+    def stderr_text(self) -> str:
+        return self.stderr.decode(errors="replace")
+
+    def check(self, argv: Sequence[str]) -> CommandResult:
+        """Return self, or raise RemoteCommandFailed when the exit code is not 0."""
+        if self.exit_code != 0:
+            raise RemoteCommandFailed(list(argv), self.exit_code, self.stderr or self.stdout)
+        return self
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One journal record (`journalctl -o json`); `cursor` resumes reading after it."""
+
+    cursor: str
+    realtime_usec: int
+    message: str
+    priority: int | None
+    pid: int | None
+    fields: dict[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """A compute process on a GPU. `pid` is a *host* PID (NVML/nvidia-smi report those)."""
+
+    pid: int
+    name: str
+    used_mib: int | None  # None where the driver reports "[N/A]"
+    gpu_uuid: str
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    index: int
+    name: str
+    uuid: str
+    memory_used_mib: int
+    memory_total_mib: int
+    processes: tuple[GpuProcess, ...] = ()
+
+
+# --------------------------------------------------------------------------------------
+# parsers shared by the implementations
+
+
+def parse_show(text: str) -> dict[str, str]:
+    """`systemctl show` output (KEY=VALUE lines; values may contain '=')."""
+    props: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            props[key] = value
+    return props
+
+
+def _journal_value(value: Any) -> Any:
+    # journalctl -o json encodes non-UTF-8/binary field values as arrays of byte values
+    # (systemd journal-fields/JSON docs); a field repeated in one entry becomes an array.
+    if isinstance(value, list) and all(isinstance(b, int) for b in value):
+        return bytes(value).decode(errors="replace")
+    return value
+
+
+def parse_journal_json(text: str | bytes) -> list[JournalEntry]:
+    """One JSON object per line, as `journalctl -o json` prints them."""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    entries: list[JournalEntry] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        raw = json.loads(line)
+        fields = {k: _journal_value(v) for k, v in raw.items()}
+        message = fields.get("MESSAGE")
+        if isinstance(message, list):  # repeated field
+            message = "\n".join(str(_journal_value(m)) for m in message)
+        entries.append(
+            JournalEntry(
+                cursor=str(fields.get("__CURSOR", "")),
+                realtime_usec=_int_or_none(fields.get("__REALTIME_TIMESTAMP")) or 0,
+                message="" if message is None else str(message),
+                priority=_int_or_none(fields.get("PRIORITY")),
+                pid=_int_or_none(fields.get("_PID")),
+                fields=fields,
+            )
+        )
+    return entries
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+NVIDIA_SMI_GPU_QUERY = "index,name,uuid,memory.used,memory.total"
+NVIDIA_SMI_APP_QUERY = "gpu_uuid,pid,used_memory,process_name"
+
+
+def parse_nvidia_smi(gpu_csv: str, apps_csv: str) -> list[GpuInfo]:
+    """Parse `--format=csv,noheader,nounits` output of the two queries above.
+
+    nvidia-smi separates fields with ", " and does not quote; only the process name can
+    contain that separator, so it is queried last and re-joined.
+    """
+    procs: dict[str, list[GpuProcess]] = {}
+    for line in apps_csv.splitlines():
+        if not line.strip():
+            continue
+        parts = [p.strip() for p in line.split(", ")]
+        if len(parts) < 4:
+            raise GpuUnavailable(f"unexpected nvidia-smi compute-apps line: {line!r}")
+        uuid, pid, used, name = parts[0], parts[1], parts[2], ", ".join(parts[3:])
+        procs.setdefault(uuid, []).append(
+            GpuProcess(pid=int(pid), name=name, used_mib=_int_or_none(used), gpu_uuid=uuid)
+        )
+    gpus: list[GpuInfo] = []
+    for line in gpu_csv.splitlines():
+        if not line.strip():
+            continue
+        parts = [p.strip() for p in line.split(", ")]
+        if len(parts) != 5:
+            raise GpuUnavailable(f"unexpected nvidia-smi line: {line!r}")
+        index, name, uuid, used, total = parts
+        try:
+            gpus.append(
+                GpuInfo(
+                    index=int(index),
+                    name=name,
+                    uuid=uuid,
+                    memory_used_mib=int(used),
+                    memory_total_mib=int(total),
+                    processes=tuple(procs.get(uuid, ())),
+                )
+            )
+        except ValueError as exc:
+            raise GpuUnavailable(f"unexpected nvidia-smi line: {line!r}") from exc
+    return gpus
+
+
+# --------------------------------------------------------------------------------------
+
+
+class Transport(abc.ABC):
+    """One host, reached somehow. Use as a context manager; `close()` is idempotent."""
+
+    command_timeout: float = DEFAULT_COMMAND_TIMEOUT
+
+    # -- primitives (implementation-specific) -------------------------------------------
+    @abc.abstractmethod
+    def run(
+        self, argv: Sequence[str], *, timeout: float | None = None, input: bytes | None = None
+    ) -> CommandResult:
+        """Run argv (no shell) and return its exit code and complete output.
+
+        Raises CommandTimeout past `timeout` (default: the transport's command timeout).
+        A non-zero exit code is a result, not an exception (see CommandResult.check).
+        """
+
+    @abc.abstractmethod
+    def read_file(self, path: str) -> bytes | None:
+        """The file's bytes, or None when it does not exist."""
+
+    @abc.abstractmethod
+    def write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        """Replace `path` atomically: readers see the old or the new file, never a mix.
+
+        Temp file in the same directory (rename(2) is only atomic within one filesystem),
+        flushed to disk, then renamed over the target. On failure the old file is untouched
+        and the temp file removed where the connection still allows it.
+        """
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    def remove_stale_temp_files(self, path: str) -> list[str]:
+        """Remove temp files an interrupted `write_file_atomic(path)` left beside `path`.
+
+        Only call while holding the host lock: a concurrent writer's temp file would go too.
+        """
+        directory, name = posixpath.split(path)
+        pattern = "." + re.sub(r"([*?\[\\])", r"\\\1", name) + TEMP_INFIX + "*"
+        argv = ["find", directory or "/", "-maxdepth", "1", "-type", "f", "-name", pattern]
+        result = self.run_checked([*argv, "-print", "-delete"])
+        return result.stdout_text.splitlines()
+
+    def __enter__(self) -> Transport:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- helpers (argv over run(); LocalTransport overrides some with D-Bus/NVML) --------
+    def run_checked(
+        self, argv: Sequence[str], *, timeout: float | None = None, input: bytes | None = None
+    ) -> CommandResult:
+        return self.run(argv, timeout=timeout, input=input).check(argv)
+
+    def systemctl(
+        self, *args: str, check: bool = True, timeout: float | None = None
+    ) -> CommandResult:
+        """`systemctl --no-pager --no-ask-password ARGS…`; raises on failure when check."""
+        argv = ["systemctl", "--no-pager", "--no-ask-password", *args]
+        result = self.run(argv, timeout=timeout)
+        return result.check(argv) if check else result
+
+    def unit_properties(self, unit: str, names: Iterable[str]) -> dict[str, str]:
+        """Properties as `systemctl show -p` prints them (yes/no, numbers, strings).
+
+        A unit that is not loaded still answers (LoadState=not-found), like systemctl.
+        """
+        require_unit_name(unit)
+        names = list(names)
+        result = self.systemctl("show", "--property=" + ",".join(names), "--", unit)
+        props = parse_show(result.stdout_text)
+        return {k: v for k, v in props.items() if k in names}
+
+    def daemon_reload(self) -> None:
+        self.systemctl("daemon-reload")
+
+    def start(self, unit: str) -> None:
+        self.systemctl("start", "--", require_unit_name(unit))
+
+    def stop(self, unit: str) -> None:
+        self.systemctl("stop", "--", require_unit_name(unit))
+
+    def restart(self, unit: str) -> None:
+        self.systemctl("restart", "--", require_unit_name(unit))
+
+    def journal(
+        self,
+        unit: str,
+        since: str | None = None,
+        lines: int | None = 200,
+        *,
+        timeout: float | None = None,
+    ) -> list[JournalEntry]:
+        """The unit's journal, oldest first; `since`=a previous entry's cursor reads only newer.
+
+        `--all` because -o json otherwise turns fields over 4096 bytes into null
+        (journalctl(1)); `-u` also matches systemd's own messages about the unit.
+        """
+        require_unit_name(unit)
+        argv = ["journalctl", "--no-pager", "--all", "-o", "json", "-u", unit]
+        if since:
+            argv.append("--after-cursor=" + since)
+        if lines is not None:
+            argv += ["-n", str(int(lines))]
+        result = self.run(argv, timeout=timeout)
+        if result.exit_code != 0 and not result.stdout.strip():
+            raise RemoteCommandFailed(argv, result.exit_code, result.stderr)
+        return parse_journal_json(result.stdout)
+
+    def gpu_status(self) -> list[GpuInfo]:
+        """All GPUs with memory and compute processes, via `nvidia-smi` on the host."""
+        gpu_argv = [
+            "nvidia-smi",
+            f"--query-gpu={NVIDIA_SMI_GPU_QUERY}",
+            "--format=csv,noheader,nounits",
+        ]
+        app_argv = [
+            "nvidia-smi",
+            f"--query-compute-apps={NVIDIA_SMI_APP_QUERY}",
+            "--format=csv,noheader,nounits",
+        ]
+        gpus = self.run(gpu_argv)
+        if gpus.exit_code != 0:
+            raise GpuUnavailable(
+                f"nvidia-smi failed (exit {gpus.exit_code}): "
+                + (gpus.stderr_text or gpus.stdout_text).strip()[-500:]
+            )
+        apps = self.run(app_argv)
+        if apps.exit_code != 0:
+            raise GpuUnavailable(
+                f"nvidia-smi --query-compute-apps failed (exit {apps.exit_code}): "
+                + (apps.stderr_text or apps.stdout_text).strip()[-500:]
+            )
+        return parse_nvidia_smi(gpus.stdout_text, apps.stdout_text)
+
+
+__all__ = [
+    "DEFAULT_COMMAND_TIMEOUT",
+    "CommandResult",
+    "GpuInfo",
+    "GpuProcess",
+    "JournalEntry",
+    "Transport",
+    "TransportError",
+    "is_valid_unit_name",
+    "parse_journal_json",
+    "parse_nvidia_smi",
+    "parse_show",
+    "require_unit_name",
+]
