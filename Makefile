@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test test-slow testhost-257 lint format deps debian-deps migrate bench clean
+.PHONY: run test test-postgres test-slow testhost-257 lint format deps debian-deps migrate bench clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -27,10 +27,21 @@ run: migrate
 	$(BIN)/python manage.py loaddemo
 	./scripts/run-server.sh $(HOST) $(PORT)
 
+# Scale-out setup for the database-backed suites (the kind of machine this project runs
+# on starts PostgreSQL and Redis; elsewhere point these at your own).
+PG_URL ?= postgres://postgres@127.0.0.1:5432/specadmin
+REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
+
 test: deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-postgres
+
+test-postgres: deps
+	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/python -m pytest -n 2 \
+	  -m "not testhost and not browser and not qcluster and not slow" \
+	  tests/units tests/audit tests/deploys tests/specadmin $(PYTEST_ARGS)
 
 # The slow set: a second test host booted from Debian 13 (systemd 257), built once.
 testhost-257: deps
