@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from linting.execline.command import (
     EXEC_KEYS,
@@ -21,6 +22,9 @@ from linting.execline.specifiers import HostFacts, UnitFacts, local_host_facts, 
 from linting.findings import Finding, Fix, Severity
 from linting.spans import Span
 from linting.unitfile import Assignment, UnitFile
+
+if TYPE_CHECKING:
+    from linting.vllm.invocation import VllmArgs
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"
 # Before v255 distributions built systemd with split-usr (path-util.h DEFAULT_PATH_SPLIT_USR);
@@ -83,6 +87,19 @@ class Command:
     @property
     def argv(self) -> list[str]:
         return [a.value.text for a in self.args]
+
+
+@dataclass
+class VllmCommand:
+    """An Exec command that runs a vLLM server, with its arguments parsed for the target
+    vLLM version."""
+
+    command: Command
+    args: VllmArgs
+
+    @property
+    def path(self) -> str:
+        return self.command.assignment.path
 
 
 @dataclass
@@ -256,6 +273,24 @@ class UnitContext:
             for cmd in line.commands:
                 args, subs = expand_command(cmd, env)
                 result.append(Command(key, assignment, line, cmd, args, subs))
+        return result
+
+    @cached_property
+    def vllm_commands(self) -> list[VllmCommand]:
+        """Every Exec command that runs vLLM, parsed once per unit (none when the target
+        vLLM version has no catalog; the command line refuses such versions up front)."""
+        from linting.vllm.catalog import UnknownVllmVersion, load_catalog
+        from linting.vllm.invocation import parse_vllm_command
+
+        try:
+            catalog = load_catalog(self.options.effective_vllm_version)
+        except UnknownVllmVersion:
+            return []
+        result = []
+        for cmd in self.commands:
+            parsed = parse_vllm_command([a.value for a in cmd.args], catalog)
+            if parsed is not None:
+                result.append(VllmCommand(cmd, parsed))
         return result
 
     def add(

@@ -5,20 +5,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from linting.context import Command, UnitContext, shell_script
+from linting.context import UnitContext, VllmCommand, shell_script
 from linting.execline.waitloops import estimate_script
 from linting.findings import Finding, Severity
 from linting.rules.registry import register
 from linting.spans import Span
 from linting.systemd.values import USEC_INFINITY, USEC_PER_SEC, ValueProblem, parse_time
-from linting.vllm.detect import find_vllm
 
 DEFAULT_TIMEOUT_SEC = 90.0  # DefaultTimeoutStartSec= / DefaultTimeoutStopSec= (systemd-system.conf)
 MIN_STOP_TIMEOUT_SEC = 30.0
 
 
-def vllm_commands(ctx: UnitContext) -> list[Command]:
-    return [c for c in ctx.commands if c.key == "ExecStart" and find_vllm(c.argv)]
+def vllm_commands(ctx: UnitContext) -> list[VllmCommand]:
+    """The unit's vLLM servers (their ExecStart= commands)."""
+    return [vc for vc in ctx.vllm_commands if vc.command.key == "ExecStart"]
 
 
 def _seconds(ctx: UnitContext, *keys: str) -> tuple[float | None, Span | None]:
@@ -373,14 +373,10 @@ def gpus_in_use(ctx: UnitContext) -> int | None:
     visible = ctx.environment.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible.value.strip():
         return len([d for d in visible.value.split(",") if d.strip()])
-    for cmd in vllm_commands(ctx):
-        argv = cmd.argv
-        for i, arg in enumerate(argv):
-            for flag in ("--tensor-parallel-size", "-tp"):
-                if arg == flag and i + 1 < len(argv) and argv[i + 1].isdigit():
-                    return int(argv[i + 1])
-                if arg.startswith(flag + "=") and arg[len(flag) + 1 :].isdigit():
-                    return int(arg[len(flag) + 1 :])
+    for vc in vllm_commands(ctx):
+        size = vc.args.int_value("tensor_parallel_size")
+        if size:
+            return size
     return None
 
 

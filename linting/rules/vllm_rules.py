@@ -13,12 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from linting.context import Command, RunContext, UnitContext
+from linting.context import RunContext, UnitContext, VllmCommand
 from linting.findings import Finding, Severity
 from linting.rules.registry import register
 from linting.spans import Span, Traced
 from linting.vllm.catalog import (
-    UnknownVllmVersion,
     VllmCatalog,
     available_versions,
     load_catalog,
@@ -29,8 +28,6 @@ from linting.vllm.invocation import (
     ArgProblem,
     SpecEntry,
     SpecSource,
-    VllmArgs,
-    parse_vllm_command,
     point,
     shorthand_entries,
     speculative_sources,
@@ -44,35 +41,8 @@ AT_ENGINE = "when it builds the engine config (after argument parsing)"
 NGRAM_DEFAULT_LOOKUP = 5  # vllm/config/speculative.py:251 in 0.11.0 (same in 0.8.5..0.33)
 
 
-@dataclass
-class VllmCommand:
-    """A vLLM command of the unit with its parsed arguments."""
-
-    command: Command
-    args: VllmArgs
-
-    @property
-    def path(self) -> str:
-        return self.command.assignment.path
-
-
 def vllm_commands(ctx: UnitContext) -> list[VllmCommand]:
-    """Every Exec command that runs a vLLM server, parsed once per unit."""
-    cached = ctx.__dict__.get("_vllm_commands")
-    if cached is not None:
-        return cached
-    result: list[VllmCommand] = []
-    try:
-        catalog = load_catalog(ctx.options.effective_vllm_version)
-    except UnknownVllmVersion:
-        catalog = None
-    if catalog is not None:
-        for cmd in ctx.commands:
-            parsed = parse_vllm_command([a.value for a in cmd.args], catalog)
-            if parsed is not None:
-                result.append(VllmCommand(cmd, parsed))
-    ctx.__dict__["_vllm_commands"] = result
-    return result
+    return ctx.vllm_commands
 
 
 def _problems(ctx: UnitContext, *kinds: str) -> Iterator[tuple[VllmCommand, ArgProblem]]:
