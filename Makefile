@@ -24,6 +24,7 @@ migrate: deps
 	$(BIN)/python manage.py migrate --noinput
 
 run: migrate
+	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/python manage.py loaddemo
 	./scripts/run-server.sh $(HOST) $(PORT)
 

@@ -11,4 +11,5 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("profiles/", include("units.urls")),
     path("history/", include("audit.urls")),
+    path("deploys/", include("deploys.urls")),
 ]

@@ -69,7 +69,7 @@ def can_edit(user: Any) -> bool:
     return user.has_perm(CHANGE)
 
 
-def _editable_profile(pk: int) -> ServiceProfile:
+def _profile(pk: int) -> ServiceProfile:
     return get_object_or_404(ServiceProfile, pk=pk)
 
 
@@ -117,7 +117,6 @@ def profile_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "preview": build_preview(profile_data(profile)),
             "can_edit": can_edit(request.user),
             "can_add": request.user.has_perm(ADD),
-            "labels": LABELS,
         },
     )
 
@@ -179,7 +178,7 @@ def profile_create(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @requires(CHANGE)
 def profile_edit(request: HttpRequest, pk: int) -> HttpResponse:
-    profile = _editable_profile(pk)
+    profile = _profile(pk)
     if profile.archived:
         messages.error(request, f"{profile.name} is archived: unarchive it before editing.")
         return redirect("units:detail", pk=profile.pk)
@@ -252,7 +251,7 @@ def profile_clone(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @requires(CHANGE)
 def profile_archive(request: HttpRequest, pk: int) -> HttpResponse:
-    profile = services.profile_archive(profile=_editable_profile(pk), archived_by=request.user)
+    profile = services.profile_archive(profile=_profile(pk), archived_by=request.user)
     messages.success(request, f"Archived {profile.name}; its history is kept.")
     return redirect("units:detail", pk=profile.pk)
 
@@ -260,7 +259,7 @@ def profile_archive(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @requires(CHANGE)
 def profile_unarchive(request: HttpRequest, pk: int) -> HttpResponse:
-    profile = services.profile_unarchive(profile=_editable_profile(pk), unarchived_by=request.user)
+    profile = services.profile_unarchive(profile=_profile(pk), unarchived_by=request.user)
     messages.success(request, f"{profile.name} is active again.")
     return redirect("units:detail", pk=profile.pk)
 

@@ -177,7 +177,7 @@ def test_list_paginates_by_50(alice: AbstractBaseUser) -> None:
     assert len(first.context["page"].object_list) == 50
     assert first.context["page"].paginator.num_pages == 3
     last = client.get(reverse("units:list"), {"page": "3"})
-    assert [p.name for p in last.context["page"]][0] == "svc-100"
+    assert last.context["page"].object_list[0].name == "svc-100"
     assert len(last.context["page"].object_list) == 20
     assert client.get(reverse("units:list"), {"page": "junk"}).status_code == 200
 
@@ -307,11 +307,15 @@ def test_archived_profile_cannot_be_edited(alice: AbstractBaseUser, kimi: Servic
 def test_create_rejects_bad_input_with_a_message_at_the_field(
     alice: AbstractBaseUser, field: str, value: str, expected: str
 ) -> None:
-    response = client_for(alice).post(reverse("units:create"), form_post(baseline(), **{field: value}))
+    response = client_for(alice).post(
+        reverse("units:create"), form_post(baseline(), **{field: value})
+    )
     assert response.status_code == 400
     assert not ServiceProfile.objects.exists()
     row = next(
-        row for section in response.context["sections"] for row in section.rows
+        row
+        for section in response.context["sections"]
+        for row in section.rows
         if row.field.name == field
     )
     messages = " ".join(issue.message for issue in row.issues)
