@@ -159,3 +159,6 @@ class PushedUnit(models.Model):
 
     class Meta:
         ordering = ["-pushed_at"]
+
+
+from deploys.locks import HostLock  # noqa: E402, F401  (models of deploys/locks.py)

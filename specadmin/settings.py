@@ -120,6 +120,9 @@ if _REDIS_URL:
 else:
     Q_CLUSTER["orm"] = "default"
 
+# A deploy approval (and a pending request) expires after this many hours.
+DEPLOY_APPROVAL_TTL_HOURS = envint("DEPLOY_APPROVAL_TTL_HOURS", 24)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

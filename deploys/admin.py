@@ -1,0 +1,92 @@
+"""Hosts, deploy requests and job runs in the admin: for looking, not for editing.
+
+Every change here goes through `deploys.services` on the app's pages (pinning keys,
+deciding requests: permission checks, conditional claims, audit events); saving rows in
+the admin would skip all of that, so these admins are read-only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from deploys.models import DeployRequest, Host, JobStep, PushedUnit
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Host)
+class HostAdmin(ReadOnlyAdmin):
+    list_display = (
+        "name",
+        "address",
+        "ssh_port",
+        "transport",
+        "host_key_fingerprint",
+        "systemd_version",
+        "vllm_version",
+        "gpu_count",
+        "probed_at",
+        "archived",
+    )
+    list_filter = ("transport", "archived")
+    search_fields = ("name", "address")
+
+
+class JobStepInline(admin.TabularInline):
+    model = JobStep
+    extra = 0
+    can_delete = False
+    fields = ("name", "status", "started_at", "finished_at", "log")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(DeployRequest)
+class DeployRequestAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "unit_name",
+        "host",
+        "profile_version",
+        "status",
+        "requested_by",
+        "requested_at",
+        "decided_by",
+        "expires_at",
+    )
+    list_filter = ("status", "host")
+    search_fields = ("unit_name", "host__name", "profile_version__profile__name")
+    list_select_related = ("host", "profile_version__profile", "requested_by", "decided_by")
+    date_hierarchy = "requested_at"
+    inlines = [JobStepInline]
+
+
+@admin.register(JobStep)
+class JobStepAdmin(ReadOnlyAdmin):
+    list_display = ("id", "request", "name", "status", "started_at", "finished_at")
+    list_filter = ("status", "name")
+    list_select_related = ("request__host",)
+
+
+@admin.register(PushedUnit)
+class PushedUnitAdmin(ReadOnlyAdmin):
+    list_display = ("id", "host", "unit_name", "sha256", "backup_path", "pushed_at")
+    list_filter = ("host",)
+    list_select_related = ("host",)

@@ -1,0 +1,108 @@
+"""Forms of the host and deploy pages: input shape only; the rules live in services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from deploys.models import DeployRequest, Host
+from deploys.selectors import deployable_hosts, deployable_versions, host_list
+from units.models import ProfileVersion
+from units.names import validate_unit_name
+
+
+class HostForm(forms.ModelForm):
+    """Step 1 of adding a host (and, as hidden fields, part of step 2)."""
+
+    class Meta:
+        model = Host
+        fields = ["name", "address", "ssh_port", "username", "transport", "auth", "key_file"]
+        help_texts = {
+            "name": "Short slug, e.g. gpu-a1",
+            "key_file": "Absolute path of an unencrypted private key on the worker (never "
+            "the key itself); leave empty with agent auth",
+        }
+        labels = {"ssh_port": "SSH port", "key_file": "Key file path"}
+
+    def service_kwargs(self) -> dict[str, Any]:
+        return {f: self.cleaned_data[f] for f in self.Meta.fields}
+
+
+class HostConfirmForm(forms.Form):
+    """Step 2: the key shown in step 1 and the admin's confirmation."""
+
+    host_key = forms.CharField(widget=forms.HiddenInput)
+    fingerprint = forms.CharField(widget=forms.HiddenInput)
+    confirm = forms.BooleanField(
+        label="I compared this fingerprint with the host's own (out of band) and it matches"
+    )
+
+
+class PinKeyForm(forms.Form):
+    fingerprint = forms.CharField(widget=forms.HiddenInput)
+
+
+class VersionChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: ProfileVersion) -> str:
+        return f"{obj.profile.name} v{obj.number}"
+
+
+class HostChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Host) -> str:
+        return f"{obj.name} ({obj.address})" if obj.transport == Host.Transport.SSH else obj.name
+
+
+class DeployRequestForm(forms.Form):
+    profile_version = VersionChoiceField(
+        queryset=ProfileVersion.objects.none(),
+        label="Profile version",
+        help_text="The latest version of each active profile",
+    )
+    host = HostChoiceField(queryset=Host.objects.none(), help_text="Hosts with a pinned key")
+    unit_name = forms.CharField(
+        required=False,
+        max_length=247,
+        label="Unit name (optional)",
+        help_text="Without .service; default: the profile name. A new name leaves the old "
+        "unit on the host as a fallback.",
+    )
+    acknowledge_warnings = forms.BooleanField(
+        required=False, label="I have read the lint warnings and accept them"
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["profile_version"].queryset = deployable_versions()
+        self.fields["host"].queryset = deployable_hosts()
+
+    def clean_unit_name(self) -> str:
+        name = self.cleaned_data["unit_name"].strip()
+        if name:
+            validate_unit_name(name)  # before any path is built from it
+        return name
+
+
+class DecisionForm(forms.Form):
+    comment = forms.CharField(
+        required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    expected_sha256 = forms.CharField(required=False, widget=forms.HiddenInput)
+
+
+class RequestFilterForm(forms.Form):
+    status = forms.ChoiceField(
+        required=False, choices=[("", "any status"), *DeployRequest.Status.choices]
+    )
+    host = forms.ModelChoiceField(
+        required=False, queryset=Host.objects.none(), empty_label="any host"
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["host"].queryset = host_list(archived=None).only("id", "name")
+
+    def selector_kwargs(self) -> dict[str, Any]:
+        if not self.is_valid():
+            return {}
+        return {"status": self.cleaned_data["status"], "host": self.cleaned_data["host"]}

@@ -1,0 +1,343 @@
+"""The steps of a deploy job: plain functions `step(ctx) -> StepResult`.
+
+They know nothing of django-q2, JobStep rows or the audit chain's bookkeeping of steps:
+the runner (`deploys.jobs.runner`) records every step and decides what happens next. A
+step reports an expected refusal by returning `StepResult.void(...)` (the approval no
+longer describes reality) or `StepResult.failed(...)` (it could not be done); anything
+it raises is an unexpected failure, recorded the same way.
+
+This issue's job: preflight → push → daemon_reload, and the service is left as it was
+(no start, stop or restart; the restart pipeline is the next issue).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from audit.services import record
+from deploys.jobs.lease import HostLease
+from deploys.models import DeployRequest, Host, PushedUnit
+from deploys.transports import Transport, TransportError, UnitPushError, push_unit
+from deploys.transports.push import DEFAULT_UNIT_DIR, PushResult, sha256_hex, verify_problems
+from linting.context import LintOptions
+from linting.findings import Severity
+
+MAX_REASON_CHARS = 2000
+
+
+class Outcome(StrEnum):
+    OK = "ok"
+    FAILED = "failed"  # could not be done; the request ends `failed`
+    VOID = "void"  # the approval no longer holds; the request ends `void`
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What a step did: its outcome, a one-line reason when not OK, and JSON facts."""
+
+    outcome: Outcome = Outcome.OK
+    reason: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+    @classmethod
+    def success(cls, **data: Any) -> StepResult:
+        return cls(Outcome.OK, "", data)
+
+    @classmethod
+    def failed(cls, reason: str, **data: Any) -> StepResult:
+        return cls(Outcome.FAILED, _clip(reason), data)
+
+    @classmethod
+    def void(cls, reason: str, **data: Any) -> StepResult:
+        return cls(Outcome.VOID, _clip(reason), data)
+
+
+@dataclass
+class DeployContext:
+    """Everything the steps share for one job: the request, the host, one transport
+    (one connection reused by every step), the lease, and what earlier steps produced."""
+
+    request: DeployRequest
+    host: Host
+    connect: Callable[[Host], Transport]
+    lease: HostLease | None = None
+    now: Callable[[], datetime] = timezone.now
+    unit_dir: str = DEFAULT_UNIT_DIR
+    lines: list[str] = field(default_factory=list)
+    push_result: PushResult | None = None
+    pushed_unit: PushedUnit | None = None
+    push_problems: str = ""  # systemd verification failed after the files moved
+    _transport: Transport | None = None
+
+    @property
+    def transport(self) -> Transport:
+        """Created on first use (so a host that cannot be reached fails a step, with a
+        JobStep saying why), then reused by every step: one connection per job."""
+        if self._transport is None:
+            self._transport = self.connect(self.host)
+        return self._transport
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    @property
+    def unit(self) -> str:
+        return f"{self.request.unit_name}.service"
+
+    @property
+    def path(self) -> str:
+        return posixpath.join(self.unit_dir, self.unit)
+
+    def log(self, line: str) -> None:
+        """A line for the current step's JobStep.log (the runner resets it per step)."""
+        self.lines.append(line)
+
+
+Step = Callable[[DeployContext], StepResult]
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+
+
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+# --------------------------------------------------------------------------------------
+# preflight
+
+
+def preflight(ctx: DeployContext) -> StepResult:
+    """Re-check, right before touching the host, everything the approval assumed.
+
+    Between approval and execution time passes (a queue, a lock wait): the approval may
+    have expired, the host may have been re-probed to other versions, or someone may have
+    edited the unit on the host. Any of these voids the request; nothing is written.
+    """
+    from deploys.services import approval_problems  # the approval rules live there
+
+    request = ctx.request
+    # This job's claim moved the request to `running`; the rules judge an approval, so
+    # they are asked about the request as it was claimed.
+    as_claimed = copy.copy(request)
+    as_claimed.status = DeployRequest.Status.APPROVED
+    problems = approval_problems(request=as_claimed, now=ctx.now())
+    if problems:
+        ctx.log("approval re-check: " + "; ".join(problems))
+        return StepResult.void("approval no longer valid: " + "; ".join(problems))
+    ctx.log("approval re-check: still valid")
+
+    text_sha = sha256_hex(request.unit_text.encode("utf-8"))
+    if not (text_sha == request.unit_sha256 == request.approved_sha256):
+        return StepResult.void(
+            f"the unit text (sha256 {text_sha}) is not the approved one "
+            f"(approved {request.approved_sha256 or 'nothing'})"
+        )
+
+    lint = _lint_approved_text(ctx)
+    if lint.errors:
+        return StepResult.void(
+            f"the approved unit has lint errors for systemd {lint.systemd_version} / "
+            f"vLLM {lint.vllm_version} on {ctx.host.name}: " + "; ".join(lint.errors[:5]),
+            lint=lint.as_json(),
+        )
+
+    try:
+        live = ctx.transport.read_file(ctx.path)
+    except TransportError as exc:
+        return StepResult.failed(f"cannot reach host {ctx.host.name}: {_error(exc)}")
+    live_sha = "" if live is None else sha256_hex(live)
+    ctx.log(f"{ctx.path} on {ctx.host.name}: " + (f"sha256 {live_sha}" if live else "absent"))
+    if live_sha != request.host_unit_sha256:
+        return StepResult.void(
+            f"{ctx.path} on {ctx.host.name} changed since the request was made "
+            f"(now {live_sha or 'absent'}, approved against "
+            f"{request.host_unit_sha256 or 'absent'}); request a new deploy to see the diff",
+            live_sha256=live_sha,
+        )
+    return StepResult.success(sha256=text_sha, live_sha256=live_sha, lint=lint.as_json())
+
+
+@dataclass(frozen=True)
+class _LintOutcome:
+    systemd_version: int
+    vllm_version: str
+    errors: list[str]
+    counts: dict[str, int]
+    notes: list[str]
+
+    def as_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _lint_approved_text(ctx: DeployContext) -> _LintOutcome:
+    """Lint the exact stored text (not a re-rendering) for the host's versions, chosen the
+    way the request page chose them (`deploys.selectors.lint_versions`)."""
+    from deploys.selectors import lint_versions
+    from units.linting import lint_rendered
+
+    systemd_version, vllm_version, notes = lint_versions(
+        profile_version=ctx.request.profile_version, host=ctx.host
+    )
+    options = dataclasses.replace(
+        LintOptions(), systemd_version=systemd_version, vllm_version=vllm_version
+    )
+    report = lint_rendered(ctx.request.unit_text, ctx.unit, ctx.unit, options)
+    errors = [
+        f"{f.code} line {f.span.start.line}: {f.message}"
+        for f in report.findings
+        if f.severity >= Severity.ERROR
+    ]
+    for note in notes:
+        ctx.log(f"lint: {note}")
+    counts = report.counts()
+    ctx.log(f"lint for systemd {systemd_version} / vLLM {vllm_version}: {counts}")
+    return _LintOutcome(systemd_version, vllm_version, errors, counts, notes)
+
+
+# --------------------------------------------------------------------------------------
+# push
+
+
+def push(ctx: DeployContext) -> StepResult:
+    """Atomically replace the unit (backup beside it), record what replaced what.
+
+    `push_unit` refuses if the host's file is not the one the approver saw, and it runs
+    daemon-reload + `systemctl show` itself (see `daemon_reload`). Called under the host
+    lock, so removing temp files an interrupted earlier push left is safe here.
+    """
+    request = ctx.request
+    stale = ctx.transport.remove_stale_temp_files(ctx.path)
+    if stale:
+        ctx.log("removed temp files of an interrupted earlier push: " + ", ".join(stale))
+    try:
+        result = push_unit(
+            ctx.transport,
+            ctx.unit,
+            request.unit_text,
+            unit_dir=ctx.unit_dir,
+            expected_previous_sha256=request.host_unit_sha256,
+        )
+    except UnitPushError as exc:
+        if exc.result is None:  # refused before anything was written
+            return StepResult.failed(f"push refused: {exc}", removed_temp_files=stale)
+        # The files moved; systemd did not load the unit as expected. That is the
+        # reload/verify outcome, reported by the next step; the push itself happened.
+        result = exc.result
+        ctx.push_problems = str(exc)
+    ctx.push_result = result
+    ctx.pushed_unit = _record_push(ctx, result)
+    ctx.log(
+        f"wrote {result.path} (sha256 {result.sha256})"
+        if result.changed
+        else f"{result.path} already had this text (sha256 {result.sha256}); nothing written"
+    )
+    if result.backup_path:
+        ctx.log(f"previous unit kept as {result.backup_path} (sha256 {result.previous_sha256})")
+    return StepResult.success(
+        path=result.path,
+        sha256=result.sha256,
+        changed=result.changed,
+        previous_sha256=result.previous_sha256 or "",
+        backup_path=result.backup_path or "",
+        pushed_unit=ctx.pushed_unit.pk,
+        removed_temp_files=stale,
+    )
+
+
+def _record_push(ctx: DeployContext, result: PushResult) -> PushedUnit:
+    """The pushed text and what it replaced, in the database and the audit chain at once."""
+    request = ctx.request
+    previous = result.previous.decode("utf-8", errors="replace") if result.previous else ""
+    with transaction.atomic():
+        pushed = PushedUnit.objects.create(
+            host=ctx.host,
+            unit_name=request.unit_name,
+            request=request,
+            text=request.unit_text,
+            sha256=result.sha256,
+            previous_text=previous,
+            previous_sha256=result.previous_sha256 or "",
+            backup_path=result.backup_path or "",
+        )
+        record(
+            kind="unit.pushed",
+            actor=None,
+            obj=pushed,
+            payload={
+                "request": request.pk,
+                "unit": ctx.unit,
+                "path": result.path,
+                "sha256": result.sha256,
+                "previous_sha256": result.previous_sha256 or "",
+                "backup_path": result.backup_path or "",
+                "changed": result.changed,
+            },
+            host_name=ctx.host.name,
+            profile_name=request.profile_version.profile.name,
+        )
+    return pushed
+
+
+# --------------------------------------------------------------------------------------
+# daemon-reload
+
+
+def daemon_reload(ctx: DeployContext) -> StepResult:
+    """Report the daemon-reload and what systemd loaded, as `push_unit` did them.
+
+    `push_unit` reloads right after its last rename and reads `systemctl show` (LoadState,
+    FragmentPath, NeedDaemonReload) in the same call, so this step does not reload or
+    query again: it turns that outcome into its own step, failed when systemd did not load
+    the unit as written. The service itself is not started, stopped or restarted.
+    """
+    result = ctx.push_result
+    if result is None:
+        return StepResult.failed("nothing was pushed, so nothing was reloaded")
+    props = result.properties
+    ctx.log("daemon-reload ran once, inside push_unit, right after the unit was renamed")
+    ctx.log("systemctl show: " + " ".join(f"{k}={v}" for k, v in sorted(props.items())))
+    problems = "; ".join(verify_problems(props, result.path)) or ctx.push_problems
+    if problems:
+        backup = result.backup_path and f"; the previous unit is kept as {result.backup_path}"
+        return StepResult.failed(
+            f"systemd did not load {ctx.unit} as expected: {problems}"
+            f"{backup or ''}; the running service was not touched",
+            properties=props,
+        )
+    ctx.log("service left as it was (not started, stopped or restarted)")
+    return StepResult.success(properties=props, reloaded_by="push_unit")
+
+
+STEPS: tuple[tuple[str, Step], ...] = (
+    ("preflight", preflight),
+    ("push", push),
+    ("daemon_reload", daemon_reload),
+)
+
+__all__ = [
+    "STEPS",
+    "DeployContext",
+    "Outcome",
+    "Step",
+    "StepResult",
+    "daemon_reload",
+    "preflight",
+    "push",
+]

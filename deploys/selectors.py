@@ -1,0 +1,316 @@
+"""Reads for hosts and deploy requests, and the unit a request would push.
+
+`unit_for_host` is the single definition of "the text deployed for version V on host H":
+the request stores it, the approval re-checks it, the job pushes it. It renders the
+version's data snapshot and lints it for the versions the host was probed to run (the
+profile's targets where the probe found none or no catalog covers them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import OuterRef, QuerySet, Subquery
+
+from deploys.models import DeployRequest, Host, JobStep
+from linting.context import LintOptions
+from linting.findings import Finding
+from linting.systemd.catalog import UnknownSystemdVersion
+from linting.systemd.catalog import load_catalog as load_systemd_catalog
+from linting.vllm.catalog import available_versions as vllm_catalog_versions
+from units.linting import lint_rendered
+from units.models import ProfileVersion
+from units.rendering import render_unit
+
+UNIT_DIR = "/etc/systemd/system"
+# The same limit push_unit enforces; refused at request time so nothing waits for approval
+# that could never be pushed.
+MAX_UNIT_BYTES = 256 * 1024
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def unit_path(unit_name: str) -> str:
+    return f"{UNIT_DIR}/{unit_name}.service"
+
+
+@dataclass(frozen=True)
+class HostUnit:
+    """What `unit_for_host` produces: the text, its hash, and its lint result."""
+
+    unit_name: str  # without ".service"
+    text: str
+    sha256: str
+    systemd_version: int
+    vllm_version: str
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.text.encode("utf-8"))
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return [f for f in self.findings if f["severity"] == "error"]
+
+    @property
+    def warnings(self) -> list[dict[str, Any]]:
+        return [f for f in self.findings if f["severity"] == "warning"]
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    """A finding as stored on the request (plain JSON, no source objects)."""
+    return {
+        "code": finding.code,
+        "name": finding.name,
+        "severity": str(finding.severity),
+        "line": finding.span.start.line,
+        "column": finding.span.start.column,
+        "message": finding.message,
+    }
+
+
+def lint_versions(*, profile_version: ProfileVersion, host: Host) -> tuple[int, str, list[str]]:
+    """(systemd version, vLLM version, notes): the host's probed versions where linting
+    has a catalog for them, else the profile's targets, with a note saying so."""
+    data = profile_version.data
+    target_systemd = int(data.get("target_systemd_version") or 252)
+    target_vllm = str(data.get("target_vllm_version") or "")
+    notes: list[str] = []
+    systemd_version = target_systemd
+    if host.systemd_version:
+        try:
+            load_systemd_catalog(host.systemd_version)
+            systemd_version = host.systemd_version
+        except UnknownSystemdVersion:
+            notes.append(
+                f"{host.name} runs systemd {host.systemd_version}, older than any catalog: "
+                f"linted for the profile's target systemd {target_systemd}"
+            )
+    else:
+        notes.append(f"{host.name} not probed for systemd: linted for {target_systemd}")
+    vllm_version = target_vllm
+    if host.vllm_version:
+        known = vllm_catalog_versions()
+        plain = host.vllm_version.split("+", 1)[0]
+        if host.vllm_version in known or plain in known:
+            vllm_version = host.vllm_version if host.vllm_version in known else plain
+        else:
+            notes.append(
+                f"{host.name} runs vLLM {host.vllm_version}, which has no catalog: linted "
+                f"for the profile's target vLLM {target_vllm}"
+            )
+    else:
+        notes.append(f"{host.name} not probed for vLLM: linted for {target_vllm}")
+    return systemd_version, vllm_version, notes
+
+
+def rendered_text(*, profile_version: ProfileVersion) -> str:
+    """The unit text for a version, rendered now from its data snapshot.
+
+    Deterministic (same snapshot, same bytes) and independent of the host's versions,
+    which only change how it is linted; a different result than at request time means
+    the renderer changed, which voids an approval."""
+    return render_unit(profile_version.data)
+
+
+def unit_for_host(*, profile_version: ProfileVersion, host: Host, unit_name: str) -> HostUnit:
+    """Render `profile_version` and lint it as `<unit_name>.service` for the host's
+    versions."""
+    text = rendered_text(profile_version=profile_version)
+    systemd_version, vllm_version, notes = lint_versions(profile_version=profile_version, host=host)
+    options = dataclasses.replace(
+        LintOptions(), systemd_version=systemd_version, vllm_version=vllm_version
+    )
+    name = f"{unit_name}.service"
+    report = lint_rendered(text, name, name, options)
+    findings = sorted(report.findings, key=lambda f: (-int(f.severity), f.span.start, f.code))
+    return HostUnit(
+        unit_name=unit_name,
+        text=text,
+        sha256=sha256_hex(text.encode("utf-8")),
+        systemd_version=systemd_version,
+        vllm_version=vllm_version,
+        findings=[finding_json(f) for f in findings],
+        notes=notes,
+    )
+
+
+def unit_diff(*, old: str | None, new: str, unit_name: str, host_name: str) -> str:
+    """Unified diff host → to be pushed ("" when identical)."""
+    old_label = f"{host_name}:{unit_path(unit_name)}" + ("" if old is not None else " (absent)")
+    return "".join(
+        difflib.unified_diff(
+            (old or "").splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=old_label,
+            tofile=f"{unit_name}.service (to be pushed)",
+        )
+    )
+
+
+def diff_lines(diff: str) -> list[tuple[str, str]]:
+    """(css class, line) pairs for templates (the classes units' compare page uses)."""
+
+    def cls(line: str) -> str:
+        if line.startswith(("+++", "---")):
+            return "file"
+        return {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "")
+
+    return [(cls(line), line.rstrip("\n")) for line in diff.splitlines()]
+
+
+def read_host_unit(*, host: Host, unit_name: str) -> bytes | None:
+    """The unit file on the host now (live, through the pinned-key transport); None when
+    absent. Raises TransportError (unreachable, key mismatch, not pinned)."""
+    from deploys.connect import transport_for
+
+    with transport_for(host) as transport:
+        return transport.read_file(unit_path(unit_name))
+
+
+@dataclass(frozen=True)
+class DeployPreview:
+    """What a request page shows before submitting: the unit, the host's, the diff."""
+
+    unit: HostUnit
+    host_unit: bytes | None
+
+    @property
+    def host_unit_text(self) -> str:
+        return "" if self.host_unit is None else self.host_unit.decode("utf-8", "replace")
+
+    @property
+    def host_unit_sha256(self) -> str:
+        """ "" when absent: push_unit's `expected_previous_sha256` uses the same convention."""
+        return "" if self.host_unit is None else sha256_hex(self.host_unit)
+
+    @property
+    def unchanged(self) -> bool:
+        return self.host_unit == self.unit.text.encode("utf-8")
+
+    def diff(self, host_name: str) -> str:
+        return unit_diff(
+            old=None if self.host_unit is None else self.host_unit_text,
+            new=self.unit.text,
+            unit_name=self.unit.unit_name,
+            host_name=host_name,
+        )
+
+
+def deploy_preview(*, profile_version: ProfileVersion, host: Host, unit_name: str) -> DeployPreview:
+    """Render + lint for the host, and read the host's current unit live."""
+    unit = unit_for_host(profile_version=profile_version, host=host, unit_name=unit_name)
+    return DeployPreview(unit=unit, host_unit=read_host_unit(host=host, unit_name=unit_name))
+
+
+# -- hosts ---------------------------------------------------------------------------------
+
+
+def host_list(*, archived: bool | None = False) -> QuerySet[Host]:
+    qs = Host.objects.all()
+    if archived is not None:
+        qs = qs.filter(archived=archived)
+    return qs.order_by("name")
+
+
+def host_vllm_executable(*, host: Host) -> str | None:
+    """The vLLM executable to probe on `host`: that of the profile version most recently
+    requested for it (None: not known, the probe asks `vllm` on the host's PATH)."""
+    data = (
+        DeployRequest.objects.filter(host=host)
+        .order_by("-requested_at", "-pk")
+        .values_list("profile_version__data", flat=True)
+        .first()
+    )
+    return (data or {}).get("vllm_executable") or None
+
+
+def deployable_hosts() -> QuerySet[Host]:
+    """Hosts a request can target: not archived, and reachable with a pinned key."""
+    return (
+        host_list()
+        .exclude(transport=Host.Transport.SSH, host_key="")
+        .only("id", "name", "address", "transport", "host_key")
+    )
+
+
+# -- versions a request can deploy ---------------------------------------------------------
+
+
+def deployable_versions() -> QuerySet[ProfileVersion]:
+    """The latest version of every active profile (older ones would be void at once)."""
+    latest = (
+        ProfileVersion.objects.filter(profile=OuterRef("profile"))
+        .order_by("-number")
+        .values("number")[:1]
+    )
+    return (
+        ProfileVersion.objects.filter(profile__archived=False, number=Subquery(latest))
+        .select_related("profile")
+        .only("id", "number", "profile__name", "profile__archived")
+        .order_by("profile__name")
+    )
+
+
+def latest_version_number(*, profile_id: int) -> int | None:
+    return (
+        ProfileVersion.objects.filter(profile_id=profile_id)
+        .order_by("-number")
+        .values_list("number", flat=True)
+        .first()
+    )
+
+
+# -- requests ------------------------------------------------------------------------------
+
+
+def deploy_request_list(*, status: str = "", host: Host | int | None = None) -> QuerySet:
+    qs = DeployRequest.objects.select_related(
+        "host", "profile_version__profile", "requested_by", "decided_by"
+    ).defer("unit_text", "host_unit_text", "lint_findings")
+    if status:
+        qs = qs.filter(status=status)
+    if host:
+        qs = qs.filter(host=host)
+    return qs.order_by("-requested_at", "-pk")
+
+
+def deploy_request_get(*, pk: int) -> DeployRequest:
+    return DeployRequest.objects.select_related(
+        "host", "profile_version__profile", "requested_by", "decided_by"
+    ).get(pk=pk)
+
+
+def deploy_request_steps(*, request: DeployRequest) -> QuerySet[JobStep]:
+    return JobStep.objects.filter(request=request).order_by("started_at", "pk")
+
+
+__all__ = [
+    "MAX_UNIT_BYTES",
+    "DeployPreview",
+    "HostUnit",
+    "deploy_preview",
+    "deploy_request_get",
+    "deploy_request_list",
+    "deploy_request_steps",
+    "deployable_hosts",
+    "deployable_versions",
+    "diff_lines",
+    "host_list",
+    "host_vllm_executable",
+    "latest_version_number",
+    "lint_versions",
+    "read_host_unit",
+    "rendered_text",
+    "unit_diff",
+    "unit_for_host",
+    "unit_path",
+]

@@ -1,0 +1,21 @@
+"""Routes of the host and deploy pages; the project mounts them under `deploys/`."""
+
+from django.urls import path
+
+from deploys import views
+
+app_name = "deploys"
+
+urlpatterns = [
+    path("hosts/", views.host_list, name="host_list"),
+    path("hosts/new/", views.host_add, name="host_add"),
+    path("hosts/<int:pk>/", views.host_detail, name="host_detail"),
+    path("hosts/<int:pk>/probe/", views.host_probe, name="host_probe"),
+    path("hosts/<int:pk>/rescan-key/", views.host_rescan_key, name="host_rescan_key"),
+    path("hosts/<int:pk>/pin-key/", views.host_pin_key, name="host_pin_key"),
+    path("requests/", views.request_list, name="request_list"),
+    path("requests/new/", views.request_new, name="request_new"),
+    path("requests/<int:pk>/", views.request_detail, name="request_detail"),
+    path("requests/<int:pk>/approve/", views.request_approve, name="request_approve"),
+    path("requests/<int:pk>/reject/", views.request_reject, name="request_reject"),
+]

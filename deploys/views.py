@@ -1,0 +1,342 @@
+"""Host and deploy-request pages. Thin: reads via `deploys.selectors`, writes via
+`deploys.services` (which also enforce permissions); a service's ValidationError is shown
+on the form, a TransportError (unreachable host, changed key) as a page error."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.forms import Form
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from deploys import selectors, services
+from deploys.forms import (
+    DecisionForm,
+    DeployRequestForm,
+    HostConfirmForm,
+    HostForm,
+    PinKeyForm,
+    RequestFilterForm,
+)
+from deploys.models import DeployRequest, Host
+from deploys.transports import TransportError
+
+VIEW_HOST = "deploys.view_host"
+VIEW_REQUEST = "deploys.view_deployrequest"
+PAGE_SIZE = 50
+
+View = Callable[..., HttpResponse]
+
+
+def requires(*perms: str) -> Callable[[View], View]:
+    """Login first (anonymous users go to the login page), then the permissions (403)."""
+
+    def decorator(view: View) -> View:
+        return login_required(permission_required(perms, raise_exception=True)(view))
+
+    return decorator
+
+
+def _form_errors(form: Form, exc: ValidationError) -> None:
+    """Put a service's ValidationError on the form (fields it names, else the form)."""
+    if hasattr(exc, "error_dict"):
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    else:
+        form.add_error(None, exc.messages)
+
+
+# -- hosts ---------------------------------------------------------------------------------
+
+
+@require_GET
+@requires(VIEW_HOST)
+def host_list(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "deploys/host_list.html",
+        {
+            "hosts": selectors.host_list(),
+            "can_add": request.user.has_perm(services.ADD_HOST),
+        },
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@requires(VIEW_HOST, services.ADD_HOST)
+def host_add(request: HttpRequest) -> HttpResponse:
+    """Two steps: enter the host → see the key it presents → confirm to pin it."""
+    if request.method == "GET":
+        return render(request, "deploys/host_add.html", {"form": HostForm()})
+    form = HostForm(request.POST)
+    if not form.is_valid():
+        return render(request, "deploys/host_add.html", {"form": form})
+    data = form.service_kwargs()
+    if request.POST.get("step") != "confirm":
+        if data["transport"] != Host.Transport.SSH:
+            return _host_create(request, form, data, confirm=None)
+        try:
+            key = services.host_probe_key(address=data["address"], port=data["ssh_port"])
+        except ValidationError as exc:
+            _form_errors(form, exc)
+            return render(request, "deploys/host_add.html", {"form": form})
+        confirm = HostConfirmForm(
+            initial={
+                "host_key": f"{key.key_type} {key.base64}",
+                "fingerprint": key.fingerprint_sha256,
+            }
+        )
+        return _confirm_page(request, form, confirm)
+    confirm = HostConfirmForm(request.POST)
+    if not confirm.is_valid():
+        return _confirm_page(request, form, confirm)
+    return _host_create(request, form, data, confirm=confirm)
+
+
+def _confirm_page(request: HttpRequest, form: HostForm, confirm: HostConfirmForm) -> HttpResponse:
+    key_line = confirm["host_key"].value() or ""
+    return render(
+        request,
+        "deploys/host_confirm.html",
+        {
+            "form": form,
+            "confirm": confirm,
+            "key_type": key_line.split(" ", 1)[0],
+            "fingerprint": confirm["fingerprint"].value(),
+        },
+    )
+
+
+def _host_create(
+    request: HttpRequest, form: HostForm, data: dict[str, Any], confirm: HostConfirmForm | None
+) -> HttpResponse:
+    keys = {}
+    if confirm is not None:
+        keys = {
+            "host_key": confirm.cleaned_data["host_key"],
+            "confirmed_fingerprint": confirm.cleaned_data["fingerprint"],
+        }
+    try:
+        host = services.host_create(created_by=request.user, **data, **keys)
+    except ValidationError as exc:
+        _form_errors(form, exc)
+        return render(request, "deploys/host_add.html", {"form": form})
+    messages.success(request, f"Host {host.name} added" + (" and its key pinned." if keys else "."))
+    return redirect("deploys:host_detail", pk=host.pk)
+
+
+@require_GET
+@requires(VIEW_HOST)
+def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    host = get_object_or_404(Host, pk=pk)
+    user = request.user
+    return render(
+        request,
+        "deploys/host_detail.html",
+        {
+            "host": host,
+            "can_change": user.has_perm(services.CHANGE_HOST),
+            "can_probe": user.has_perm(services.CHANGE_HOST)
+            or user.has_perm(services.REQUEST_DEPLOY),
+            "can_request": user.has_perm(services.REQUEST_DEPLOY),
+            "key_differs": bool(host.presented_fingerprint)
+            and host.presented_fingerprint != host.host_key_fingerprint,
+            "recent_requests": selectors.deploy_request_list(host=host)[:10],
+        },
+    )
+
+
+def _host_action(request: HttpRequest, pk: int, action: Callable[[Host], str]) -> HttpResponse:
+    host = get_object_or_404(Host, pk=pk)
+    try:
+        messages.success(request, action(host))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    return redirect("deploys:host_detail", pk=host.pk)
+
+
+@require_POST
+@requires(VIEW_HOST)
+def host_probe(request: HttpRequest, pk: int) -> HttpResponse:
+    def action(host: Host) -> str:
+        services.host_request_probe(host=host, actor=request.user)
+        return f"Probe of {host.name} queued; reload this page to see the results."
+
+    return _host_action(request, pk, action)
+
+
+@require_POST
+@requires(VIEW_HOST, services.CHANGE_HOST)
+def host_rescan_key(request: HttpRequest, pk: int) -> HttpResponse:
+    def action(host: Host) -> str:
+        key = services.host_rescan_key(host=host, actor=request.user)
+        if key.fingerprint_sha256 == host.host_key_fingerprint:
+            return "The host presents the pinned key."
+        return f"The host presents another key ({key.fingerprint_sha256}): compare it below."
+
+    return _host_action(request, pk, action)
+
+
+@require_POST
+@requires(VIEW_HOST, services.CHANGE_HOST)
+def host_pin_key(request: HttpRequest, pk: int) -> HttpResponse:
+    form = PinKeyForm(request.POST)
+
+    def action(host: Host) -> str:
+        if not form.is_valid():
+            raise ValidationError("No fingerprint confirmed.")
+        services.host_pin_key(
+            host=host, fingerprint=form.cleaned_data["fingerprint"], actor=request.user
+        )
+        return f"Key {form.cleaned_data['fingerprint']} pinned for {host.name}."
+
+    return _host_action(request, pk, action)
+
+
+# -- deploy requests -----------------------------------------------------------------------
+
+
+@require_GET
+@requires(VIEW_REQUEST)
+def request_list(request: HttpRequest) -> HttpResponse:
+    filters = RequestFilterForm(request.GET)
+    requests = selectors.deploy_request_list(**filters.selector_kwargs())
+    page = Paginator(requests, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "deploys/request_list.html",
+        {
+            "filters": filters,
+            "page": page,
+            "can_request": request.user.has_perm(services.REQUEST_DEPLOY),
+        },
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@requires(VIEW_REQUEST, services.REQUEST_DEPLOY)
+def request_new(request: HttpRequest) -> HttpResponse:
+    """Choose version + host (+ unit name) → preview (diff, findings) → submit."""
+    if request.method == "GET":
+        initial = {k: request.GET[k] for k in ("profile_version", "host") if request.GET.get(k)}
+        return render(
+            request, "deploys/request_new.html", {"form": DeployRequestForm(initial=initial)}
+        )
+    form = DeployRequestForm(request.POST)
+    context: dict[str, Any] = {"form": form}
+    if not form.is_valid():
+        return render(request, "deploys/request_new.html", context)
+    data = form.cleaned_data
+    if request.POST.get("step") == "submit":
+        try:
+            created = services.deploy_request_create(
+                profile_version=data["profile_version"],
+                host=data["host"],
+                unit_name=data["unit_name"],
+                acknowledge_warnings=data["acknowledge_warnings"],
+                requested_by=request.user,
+            )
+        except ValidationError as exc:
+            _form_errors(form, exc)
+        else:
+            messages.success(request, f"Request #{created.pk} submitted for approval.")
+            return redirect("deploys:request_detail", pk=created.pk)
+        if any(f in form.errors for f in ("profile_version", "host", "unit_name")):
+            return render(request, "deploys/request_new.html", context)
+    unit_name = data["unit_name"] or data["profile_version"].profile.name
+    try:
+        preview = selectors.deploy_preview(
+            profile_version=data["profile_version"], host=data["host"], unit_name=unit_name
+        )
+    except TransportError as exc:
+        form.add_error("host", f"Cannot read the current unit on {data['host'].name}: {exc}")
+    else:
+        context.update(
+            preview=preview,
+            unit_name=unit_name,
+            diff_lines=selectors.diff_lines(preview.diff(data["host"].name)),
+        )
+    return render(request, "deploys/request_new.html", context)
+
+
+@require_GET
+@requires(VIEW_REQUEST)
+def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    try:
+        deploy = selectors.deploy_request_get(pk=pk)
+    except DeployRequest.DoesNotExist:
+        raise Http404("No such deploy request.") from None
+    user = request.user
+    pending = deploy.status == DeployRequest.Status.PENDING
+    overdue = pending and deploy.expires_at <= timezone.now()
+    own = deploy.requested_by_id == user.pk
+    diff = selectors.unit_diff(
+        old=deploy.host_unit_text if deploy.host_unit_sha256 else None,
+        new=deploy.unit_text,
+        unit_name=deploy.unit_name,
+        host_name=deploy.host.name,
+    )
+    return render(
+        request,
+        "deploys/request_detail.html",
+        {
+            "deploy": deploy,
+            "diff_lines": selectors.diff_lines(diff),
+            "findings": deploy.lint_findings,
+            "steps": selectors.deploy_request_steps(request=deploy),
+            "overdue": overdue,
+            "own": own,
+            "can_decide": pending
+            and not overdue
+            and not own
+            and user.has_perm(services.APPROVE_DEPLOY),
+            "decision_form": DecisionForm(initial={"expected_sha256": deploy.unit_sha256}),
+            "problems": services.approval_problems(request=deploy)
+            if deploy.status == DeployRequest.Status.APPROVED
+            else [],
+        },
+    )
+
+
+def _decide(request: HttpRequest, pk: int, approve: bool) -> HttpResponse:
+    deploy = get_object_or_404(DeployRequest.objects.select_related("host"), pk=pk)
+    form = DecisionForm(request.POST)
+    form.is_valid()
+    comment = form.cleaned_data.get("comment", "")
+    try:
+        if approve:
+            services.deploy_request_approve(
+                request=deploy,
+                approver=request.user,
+                comment=comment,
+                expected_sha256=form.cleaned_data.get("expected_sha256") or None,
+            )
+            messages.success(request, f"Request #{deploy.pk} approved; the deploy is queued.")
+        else:
+            services.deploy_request_reject(request=deploy, approver=request.user, comment=comment)
+            messages.success(request, f"Request #{deploy.pk} rejected.")
+    except services.RequestNotPending as exc:
+        messages.warning(request, " ".join(exc.messages))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    return redirect("deploys:request_detail", pk=deploy.pk)
+
+
+@require_POST
+@requires(VIEW_REQUEST, services.APPROVE_DEPLOY)
+def request_approve(request: HttpRequest, pk: int) -> HttpResponse:
+    return _decide(request, pk, approve=True)
+
+
+@require_POST
+@requires(VIEW_REQUEST, services.APPROVE_DEPLOY)
+def request_reject(request: HttpRequest, pk: int) -> HttpResponse:
+    return _decide(request, pk, approve=False)

@@ -1,0 +1,519 @@
+"""The deploy and probe jobs against the real test host, over real SSH.
+
+Requests are made and approved through `deploys.services` (as the web UI does), then the
+runner is called the way the worker's task wrapper calls it. Helpers here are shared with
+test_locks.py and test_qcluster.py (which imports them into its worker processes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connections
+from django.test import override_settings
+from django.utils import timezone
+
+from audit.models import AuditEvent
+from audit.verify import verify_chain
+from deploys.jobs import runner, tasks
+from deploys.jobs.checks import check_q_cluster
+from deploys.locks import HostLock
+from deploys.models import DeployRequest, Host, JobStep, PushedUnit
+from deploys.transports.push import BACKUP_SUFFIX, sha256_hex
+from deploys.transports.ssh import fingerprint_sha256, parse_pinned_key
+from tests.testhost.host import TestHost
+from tests.units.factories import baseline
+
+UNIT_DIR = "/etc/systemd/system"
+STEP_NAMES = ["host_lock", "preflight", "push", "daemon_reload"]
+
+
+# --------------------------------------------------------------------------------------
+# helpers (also used by test_locks.py and the qcluster worker scripts)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(4)}"
+
+
+def make_users() -> tuple[AbstractBaseUser, AbstractBaseUser]:
+    """Olga requests, Adam approves (the requester may never approve her own request)."""
+    users = get_user_model().objects
+    return users.create_superuser(unique("olga")), users.create_superuser(unique("adam"))
+
+
+def make_host(testhost: TestHost, *, port: int | None = None, name: str = "") -> Host:
+    """The test host with its key pinned, as an admin leaves it after confirming it."""
+    return Host.objects.create(
+        name=name or unique("gpu"),
+        address=testhost.host,
+        ssh_port=port or testhost.port,
+        username=testhost.user,
+        auth=Host.Auth.KEY_FILE,
+        key_file=testhost.key_path,
+        host_key=testhost.host_key,
+        host_key_fingerprint=fingerprint_sha256(parse_pinned_key(testhost.host_key)),
+        host_key_confirmed_at=timezone.now(),
+    )
+
+
+def approved_request(
+    host: Host,
+    requester: AbstractBaseUser,
+    approver: AbstractBaseUser,
+    *,
+    name: str = "",
+    unit_name: str = "",
+    **profile: Any,
+) -> DeployRequest:
+    """A new profile, a request for it on `host` (its live unit read now), approved."""
+    from deploys.services import deploy_request_approve, deploy_request_create
+    from units.services import profile_create
+
+    created = profile_create(data=baseline(name=name or unique("job"), **profile), created_by=None)
+    request = deploy_request_create(
+        profile_version=created.versions.get(),
+        host=host,
+        requested_by=requester,
+        unit_name=unit_name,
+        acknowledge_warnings=True,
+    )
+    return deploy_request_approve(request=request, approver=approver)
+
+
+def unit_path(request: DeployRequest) -> str:
+    return f"{UNIT_DIR}/{request.unit_name}.service"
+
+
+def step_rows(request: DeployRequest) -> list[tuple[str, str]]:
+    return list(
+        JobStep.objects.filter(request=request).order_by("pk").values_list("name", "status")
+    )
+
+
+def audit_kinds(request: DeployRequest) -> list[str]:
+    events = AuditEvent.objects.filter(object_type="deploys.deployrequest", object_id=request.pk)
+    return list(events.order_by("id").values_list("kind", flat=True))
+
+
+def sshd_sessions(host: TestHost) -> set[int]:
+    out = host.nsenter(["pgrep", "-f", "^sshd: root"]).stdout
+    return {int(p) for p in out.split()}
+
+
+def temp_files(host: TestHost, unit: str) -> dict[str, int]:
+    """Temp files of interrupted writes of `unit` (not of its backup), name → size."""
+    script = 'for f in "$1"/."$2".specadmin-*; do [ -f "$f" ] && stat -c "%s %n" "$f"; done'
+    out = host.nsenter(["sh", "-c", script, "sh", UNIT_DIR, unit]).stdout
+    files = {}
+    for line in out.splitlines():
+        size, name = line.split(" ", 1)
+        if ".specadmin-prev" not in name:
+            files[name] = int(size)
+    return files
+
+
+def wait_for(pred: Callable[[], object], timeout: float, step: float = 0.05) -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(step)
+
+
+class ThrottledProxy:
+    """A TCP forwarder in front of the test host's sshd that slows client→server bytes.
+
+    Unit files are at most 256 KiB, which loopback SSH uploads in milliseconds: too fast
+    to kill the session in the middle. Throttling the path (not the code under test)
+    makes "in the middle of the upload" a window of seconds.
+    """
+
+    def __init__(self, target: tuple[str, int], rate: float | None = None) -> None:
+        self.target = target
+        self.rate = rate  # bytes per second client→server; None: unthrottled
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._sockets: list[socket.socket] = []
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.target)
+            self._sockets += [client, server]
+            threading.Thread(target=self._pipe, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, False), daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket, throttled: bool) -> None:
+        try:
+            with contextlib.suppress(OSError):
+                while data := src.recv(4096):
+                    if throttled and self.rate:
+                        time.sleep(len(data) / self.rate)
+                    dst.sendall(data)
+        finally:  # one side gone: the other sees the connection drop, as on a real network
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self._closed = True
+        self._listener.close()
+        for s in self._sockets:
+            s.close()
+
+
+# --------------------------------------------------------------------------------------
+# fixtures
+
+
+@pytest.fixture
+def people(transactional_db: None) -> tuple[AbstractBaseUser, AbstractBaseUser]:
+    return make_users()
+
+
+@pytest.fixture
+def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """What approving handed to django-q2 (captured instead of queued)."""
+    calls: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(tasks, "async_task", lambda *args, **kwargs: calls.append(args))
+    return calls
+
+
+@pytest.fixture
+def site(testhost: TestHost, people: Any, enqueued: list[tuple[Any, ...]]) -> Host:
+    return make_host(testhost)
+
+
+@pytest.fixture
+def proxy(testhost: TestHost) -> Iterator[ThrottledProxy]:
+    p = ThrottledProxy((testhost.host, testhost.port))
+    yield p
+    p.close()
+
+
+# --------------------------------------------------------------------------------------
+# the deploy job
+
+
+@pytest.mark.testhost
+def test_approved_request_is_pushed_reloaded_and_backed_up(
+    testhost: TestHost, site: Host, people: Any, enqueued: list[tuple[Any, ...]]
+) -> None:
+    name = unique("job")
+    old = "[Unit]\nDescription=hand-written before specadmin\n[Service]\nExecStart=/bin/true\n"
+    testhost.write_file(f"{UNIT_DIR}/{name}.service", old)
+    request = approved_request(site, *people, name=name)
+    assert enqueued == [("deploys.jobs.tasks.deploy_task", request.pk)]
+
+    assert runner.run_deploy(request.pk) == "succeeded"
+
+    request.refresh_from_db()
+    path = unit_path(request)
+    assert testhost.read_file(path) == request.unit_text
+    assert testhost.read_file(path + BACKUP_SUFFIX) == old
+    show = testhost.systemctl(
+        "show", "-p", "LoadState,FragmentPath,NeedDaemonReload,ActiveState", f"{name}.service"
+    ).stdout.split()
+    assert sorted(show) == sorted(
+        ["LoadState=loaded", f"FragmentPath={path}", "NeedDaemonReload=no", "ActiveState=inactive"]
+    ), "pushed, reloaded, and the service left as it was (never started)"
+    assert request.status == "succeeded" and request.finished_at is not None
+    assert step_rows(request) == [(n, "succeeded") for n in STEP_NAMES]
+    pushed = PushedUnit.objects.get(request=request)
+    assert (pushed.sha256, pushed.previous_text, pushed.backup_path) == (
+        request.unit_sha256,
+        old,
+        path + BACKUP_SUFFIX,
+    )
+    reload_step = JobStep.objects.get(request=request, name="daemon_reload")
+    assert "inside push_unit" in reload_step.log
+    assert reload_step.result["properties"]["NeedDaemonReload"] == "no"
+    assert audit_kinds(request) == [
+        "deploy.requested",
+        "deploy.approved",
+        "deploy.started",
+        *[k for _ in STEP_NAMES for k in ("job.step_started", "job.step_finished")],
+        "deploy.succeeded",
+    ]
+    event = AuditEvent.objects.get(kind="unit.pushed", object_id=pushed.pk)
+    assert event.payload["sha256"] == request.unit_sha256 == sha256_hex(request.unit_text.encode())
+    assert (event.host_name, event.actor_id) == (site.name, None)
+    assert HostLock.objects.get(host=site).owner == "", "the lock is released"
+    assert verify_chain().ok
+
+
+@pytest.mark.testhost
+def test_second_delivery_of_the_same_task_does_nothing(
+    testhost: TestHost, site: Host, people: Any
+) -> None:
+    request = approved_request(site, *people)
+    assert runner.run_deploy(request.pk) == "succeeded"
+    counts = (JobStep.objects.count(), PushedUnit.objects.count(), AuditEvent.objects.count())
+    lock = HostLock.objects.values().get(host=site)
+
+    assert runner.run_deploy(request.pk) == "succeeded"  # at-least-once: delivered again
+
+    assert (JobStep.objects.count(), PushedUnit.objects.count(), AuditEvent.objects.count()) == (
+        counts
+    )
+    assert HostLock.objects.values().get(host=site) == lock, "not even the lock was touched"
+
+
+@pytest.mark.testhost
+def test_concurrent_deliveries_push_once(testhost: TestHost, site: Host, people: Any) -> None:
+    request = approved_request(site, *people)
+    start = threading.Barrier(4)
+    results: list[str] = []
+
+    def deliver() -> None:
+        try:
+            start.wait()
+            results.append(runner.run_deploy(request.pk))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=deliver) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+
+    assert len(results) == 4 and results.count("succeeded") >= 1
+    assert PushedUnit.objects.filter(request=request).count() == 1
+    assert step_rows(request) == [(n, "succeeded") for n in STEP_NAMES]
+    assert audit_kinds(request).count("deploy.started") == 1
+    assert verify_chain().ok
+
+
+@pytest.mark.testhost
+def test_connection_killed_mid_upload_leaves_unit_unchanged_and_fails_clearly(
+    testhost: TestHost, proxy: ThrottledProxy, people: Any, enqueued: list[tuple[Any, ...]]
+) -> None:
+    site = make_host(testhost, port=proxy.port)
+    name = unique("kill")
+    path = f"{UNIT_DIR}/{name}.service"
+    old = "[Service]\nExecStart=/bin/true\n"
+    testhost.write_file(path, old)
+    # ~180 KiB of environment: a real, lint-clean unit just under push_unit's 256 KiB.
+    environment = {f"PAD_{i:04d}": "p" * 100 for i in range(1500)}
+    request = approved_request(site, *people, name=name, environment=environment)
+    assert len(request.unit_text.encode()) > 150 * 1024
+    proxy.rate = 48 * 1024  # the upload now takes ~4 s
+    before = sshd_sessions(testhost)
+    killed: list[int] = []
+
+    def kill_when_half_uploaded() -> None:
+        def partial() -> bool:
+            return any(
+                size >= 32 * 1024 for size in temp_files(testhost, f"{name}.service").values()
+            )
+
+        if wait_for(partial, timeout=60, step=0.05):
+            ours = sshd_sessions(testhost) - before
+            testhost.nsenter(["kill", "-KILL", *map(str, ours)], check=True)
+            killed.extend(ours)
+
+    killer = threading.Thread(target=kill_when_half_uploaded)
+    killer.start()
+    status = runner.run_deploy(request.pk)
+    killer.join(60)
+
+    assert killed, "the upload was never seen in progress"
+    assert status == "failed"
+    assert testhost.read_file(path) == old, "the host's unit is exactly as it was"
+    request.refresh_from_db()
+    assert request.status_reason.startswith("push: ConnectionLost: "), request.status_reason
+    assert step_rows(request) == [
+        ("host_lock", "succeeded"),
+        ("preflight", "succeeded"),
+        ("push", "failed"),
+        ("daemon_reload", "skipped"),
+    ]
+    assert "ConnectionLost" in JobStep.objects.get(request=request, name="push").log
+    failed = AuditEvent.objects.get(kind="job.step_failed", object_id=request.pk)
+    assert failed.payload["step"] == "push"
+    assert failed.payload["reason"].startswith("ConnectionLost: ")
+    assert audit_kinds(request)[-1] == "deploy.failed"
+    assert not PushedUnit.objects.exists()
+    assert not AuditEvent.objects.filter(kind="unit.pushed").exists()
+    assert HostLock.objects.get(host=site).owner == ""
+    leftovers = temp_files(testhost, f"{name}.service")
+    assert leftovers, "the dead connection could not remove its temp file"
+
+    # The next job, under the lock, removes it and pushes (same live unit as before).
+    proxy.rate = None
+    retry = approved_request(site, *people, name=unique("retry"), unit_name=name)
+    assert runner.run_deploy(retry.pk) == "succeeded"
+    push_log = JobStep.objects.get(request=retry, name="push").log
+    assert all(f in push_log for f in leftovers), push_log
+    assert temp_files(testhost, f"{name}.service") == {}
+    assert verify_chain().ok
+
+
+@pytest.mark.testhost
+def test_unit_edited_on_host_after_the_request_voids_without_writing(
+    testhost: TestHost, site: Host, people: Any
+) -> None:
+    request = approved_request(site, *people)
+    path = unit_path(request)
+    testhost.write_file(path, "[Service]\nExecStart=/bin/sleep 1\n")
+
+    assert runner.run_deploy(request.pk) == "void"
+
+    request.refresh_from_db()
+    assert "changed since the request was made" in request.status_reason
+    assert testhost.read_file(path) == "[Service]\nExecStart=/bin/sleep 1\n"
+    assert step_rows(request) == [
+        ("host_lock", "succeeded"),
+        ("preflight", "failed"),
+        ("push", "skipped"),
+        ("daemon_reload", "skipped"),
+    ]
+    assert audit_kinds(request)[-2:] == ["job.step_failed", "deploy.voided"]
+
+
+@pytest.mark.testhost
+def test_approval_expired_while_queued_voids(testhost: TestHost, site: Host, people: Any) -> None:
+    request = approved_request(site, *people)
+    DeployRequest.objects.filter(pk=request.pk).update(expires_at=timezone.now())
+
+    assert runner.run_deploy(request.pk) == "void"
+
+    request.refresh_from_db()
+    assert request.status_reason.startswith("preflight: approval no longer valid: ")
+    assert "expired" in request.status_reason
+    assert testhost.nsenter(["test", "-e", unit_path(request)]).returncode == 1
+
+
+@pytest.mark.testhost
+def test_lint_errors_for_the_hosts_versions_void(
+    testhost: TestHost, site: Host, people: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stored text is linted again (not re-rendered): an error there refuses."""
+    import deploys.services
+
+    request = approved_request(site, *people)
+    bad = request.unit_text.replace("ExecStart=", "ExecStart=relative/", 1)
+    digest = sha256_hex(bad.encode())
+    DeployRequest.objects.filter(pk=request.pk).update(
+        unit_text=bad, unit_sha256=digest, approved_sha256=digest
+    )
+    # Isolate the lint gate: the approval rules would (rightly) object to this text too.
+    monkeypatch.setattr(deploys.services, "approval_problems", lambda **kwargs: [])
+
+    assert runner.run_deploy(request.pk) == "void"
+
+    request.refresh_from_db()
+    assert "the approved unit has lint errors for systemd" in request.status_reason
+    assert testhost.nsenter(["test", "-e", unit_path(request)]).returncode == 1
+
+
+@pytest.mark.testhost
+def test_unreachable_host_fails_with_a_clear_reason(
+    testhost: TestHost, site: Host, people: Any
+) -> None:
+    request = approved_request(site, *people)
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        closed_port = s.getsockname()[1]
+    Host.objects.filter(pk=site.pk).update(ssh_port=closed_port)
+
+    assert runner.run_deploy(request.pk) == "failed"
+
+    request.refresh_from_db()
+    assert request.status_reason.startswith(f"preflight: cannot reach host {site.name}: ")
+    assert "HostUnreachable" in request.status_reason
+
+
+@pytest.mark.django_db(transaction=True)
+def test_request_not_approved_is_left_alone() -> None:
+    assert runner.run_deploy(987654) == "missing"
+    assert not AuditEvent.objects.exists()
+
+
+# --------------------------------------------------------------------------------------
+# the probe job
+
+
+@pytest.mark.testhost
+def test_probe_records_the_hosts_facts(testhost: TestHost, site: Host, people: Any) -> None:
+    facts = runner.run_probe(site.pk, people[1].pk)
+
+    site.refresh_from_db()
+    assert facts["systemd_version"] == site.systemd_version >= 252
+    assert site.gpu_count == 8
+    event = AuditEvent.objects.get(kind="host.probed")
+    assert event.actor_id == people[1].pk
+
+
+@pytest.mark.testhost
+def test_probe_of_unreachable_host_records_the_error(site: Host, people: Any) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        Host.objects.filter(pk=site.pk).update(ssh_port=s.getsockname()[1])
+
+    result = runner.run_probe(site.pk, None)
+
+    assert result["error"].startswith("HostUnreachable: ")
+    site.refresh_from_db()
+    assert site.probe_error == result["error"]
+    assert AuditEvent.objects.get(kind="host.probe_failed").payload["error"] == result["error"]
+
+
+# --------------------------------------------------------------------------------------
+# django-q2 wiring
+
+
+@pytest.mark.django_db(transaction=True)
+def test_enqueue_waits_for_commit_and_names_the_thin_wrappers(
+    enqueued: list[tuple[Any, ...]],
+) -> None:
+    from django.db import transaction
+
+    with transaction.atomic():
+        tasks.enqueue_deploy(7)
+        tasks.enqueue_probe(3, 5)
+        assert enqueued == [], "nothing is queued before the transaction commits"
+    assert enqueued == [
+        ("deploys.jobs.tasks.deploy_task", 7),
+        ("deploys.jobs.tasks.probe_task", 3, 5),
+    ]
+
+
+def test_wrappers_only_call_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "run_deploy", lambda request_id: f"ran {request_id}")
+    monkeypatch.setattr(runner, "run_probe", lambda host_id, actor_id: {"h": host_id})
+    assert tasks.deploy_task(4) == "ran 4"
+    assert tasks.probe_task(2, None) == {"h": 2}
+
+
+def test_project_q_cluster_settings_pass_the_check() -> None:
+    assert check_q_cluster() == []
+
+
+@pytest.mark.parametrize(
+    ("conf", "error_id"),
+    [
+        ({"timeout": 3600, "retry": 3600}, "deploys.E002"),
+        ({"timeout": 3600, "retry": 60}, "deploys.E002"),
+        ({"retry": 60}, "deploys.E001"),
+        ({"timeout": 300, "retry": 400}, "deploys.W001"),
+    ],
+)
+def test_q_cluster_check_refuses_retry_not_above_timeout(conf: dict, error_id: str) -> None:
+    with override_settings(Q_CLUSTER=conf):
+        assert [m.id for m in check_q_cluster()] == [error_id]
