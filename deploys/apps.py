@@ -6,3 +6,8 @@ from django.apps import AppConfig
 class DeploysConfig(AppConfig):
     name = "deploys"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Registers the Q_CLUSTER system checks (retry must exceed timeout; the host lock's
+        # wait + lease must fit inside a job's timeout).
+        from deploys.jobs import checks  # noqa: F401

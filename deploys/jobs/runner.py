@@ -17,15 +17,18 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from audit.services import record
-from deploys.jobs.lease import HostBusy, HostLease
+from deploys.jobs.lease import HostBusy, HostLease, lease_seconds, wait_seconds
 from deploys.jobs.steps import STEPS, DeployContext, Outcome, Step, StepResult
+from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.transports import Transport, TransportError
 
@@ -66,14 +69,12 @@ def run_deploy(
     A request that is not `approved` (already running or done, rejected, unknown) is left
     alone and its current status returned: that is a duplicate delivery, not an error.
     """
-    if not _claim(request_id):
+    request = _claim(request_id)
+    if request is None:
         status = DeployRequest.objects.filter(pk=request_id).values_list("status", flat=True)
         current = status.first() or "missing"
         log.info("deploy request #%s not claimed (status %s): nothing to do", request_id, current)
         return current
-    request = DeployRequest.objects.select_related("host", "profile_version__profile").get(
-        pk=request_id
-    )
     ctx = DeployContext(request=request, host=request.host, connect=connect)
     try:
         try:
@@ -100,18 +101,20 @@ def _clean_up(ctx: DeployContext) -> None:
             log.exception("releasing the lock on %s failed", ctx.host.name)
 
 
-def _claim(request_id: int) -> bool:
-    """approved → running, in one conditional UPDATE; the audit event commits with it."""
+def _claim(request_id: int) -> DeployRequest | None:
+    """approved → running in one conditional UPDATE: the request if this call won, else
+    None. The audit event commits with the claim."""
     with transaction.atomic():
         claimed = DeployRequest.objects.filter(
             pk=request_id, status=DeployRequest.Status.APPROVED
         ).update(status=DeployRequest.Status.RUNNING, started_at=timezone.now(), status_reason="")
-        if claimed == 1:
-            request = DeployRequest.objects.select_related("host", "profile_version__profile").get(
-                pk=request_id
-            )
-            _audit("deploy.started", request, {"request": request_id})
-    return claimed == 1
+        if claimed != 1:
+            return None
+        request = DeployRequest.objects.select_related("host", "profile_version__profile").get(
+            pk=request_id
+        )
+        _audit("deploy.started", request, {"request": request_id})
+    return request
 
 
 def _run_claimed(
@@ -227,6 +230,30 @@ def _audit(kind: str, request: DeployRequest, payload: dict[str, Any]) -> None:
         host_name=request.host.name,
         profile_name=request.profile_version.profile.name,
     )
+
+
+def fail_abandoned_deploys(*, now: datetime | None = None) -> int:
+    """Mark `failed` the requests a dead worker left `running` (django-q's timeout, an OOM
+    kill, a reboot): claimed longer ago than the lock wait plus one lease, and no live
+    lease on their host names them. A job that is alive renews its lease, so it is never
+    touched; the next request for the host takes the expired lease over as usual."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=wait_seconds() + lease_seconds())
+    alive = HostLock.objects.filter(request=OuterRef("pk"), expires_at__gt=now)
+    stale = DeployRequest.objects.filter(
+        status=DeployRequest.Status.RUNNING, started_at__lt=cutoff
+    ).exclude(Exists(alive))
+    failed = 0
+    for request in stale.select_related("host", "profile_version__profile"):
+        reason = "the worker running this job stopped (no live lease on the host)"
+        with transaction.atomic():
+            claimed = DeployRequest.objects.filter(
+                pk=request.pk, status=DeployRequest.Status.RUNNING
+            ).update(status=DeployRequest.Status.FAILED, status_reason=reason, finished_at=now)
+            if claimed:
+                _audit("deploy.failed", request, {"request": request.pk, "reason": reason})
+                failed += 1
+    return failed
 
 
 # --------------------------------------------------------------------------------------
