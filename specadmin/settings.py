@@ -72,6 +72,9 @@ def _database() -> dict:
     url = envstr("DATABASE_URL", f"sqlite:///{VAR_DIR / 'specadmin.sqlite3'}")
     config = dj_database_url.parse(url, conn_max_age=envint("DB_CONN_MAX_AGE", 0))
     if config["ENGINE"] == "django.db.backends.sqlite3":
+        # SQLite creates the file but not its directory (var/ is not in git).
+        Path(config["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
         # Several qcluster workers write at once: IMMEDIATE transactions take the write lock
         # up front (no deadlock-prone lock upgrades), WAL lets readers proceed, and the busy
         # timeout waits instead of failing with "database is locked".
