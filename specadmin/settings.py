@@ -103,7 +103,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT = VAR_DIR / "static"  # `collectstatic` (make run) fills it; WhiteNoise serves it
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+# Serve straight from the app folders too, so tests and a fresh checkout need no collectstatic.
+WHITENOISE_USE_FINDERS = True
 STATICFILES_DIRS = [BASE_DIR / "static"]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"

@@ -145,7 +145,7 @@ def test_create_fix_finding_save_clone_and_compare(live_server: object, page: ob
     assert list(variant.versions.values_list("number", flat=True).order_by("number")) == [1, 2]
 
     # History: compare the variant's two versions.
-    page.get_by_role("link", name=re.compile("^History")).click()
+    page.get_by_role("link", name=re.compile(r"^History \(")).click()
     expect(page.locator("table.list tbody tr")).to_have_count(2)
     shot(page, "08-history")
     page.get_by_role("button", name="Compare selected versions").click()
