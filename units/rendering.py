@@ -150,7 +150,10 @@ def description(data: dict[str, Any]) -> str:
     if data["description"]:
         return data["description"]
     names = data["served_model_names"]
-    return f"vLLM {names[0] if names else data['model']}"
+    generated = f"vLLM {names[0] if names else data['model']}"
+    # A trailing backslash would continue the line in a unit file (a model path may end in
+    # one); the generated default simply drops it. Found by tests/units/test_property.py.
+    return generated.rstrip("\\").rstrip()
 
 
 def render_context(data: dict[str, Any]) -> dict[str, Any]:

@@ -220,3 +220,17 @@ def test_extra_arguments_put_each_option_on_its_own_line() -> None:
     text = render_unit(data)
     assert "    --seed -1 \\\n    --enable-prefix-caching \\\n    --api-key a b\n" in text
     assert profile_argv(data)[-6:] == data["extra_args"]
+
+
+def test_default_description_never_ends_in_a_backslash() -> None:
+    """A model path ending in `\\` must not turn Description= into a continuation line
+    (found by the property test)."""
+    from units.rendering import render_unit
+    from units.validation import clean_profile_data
+
+    data = clean_profile_data(
+        baseline(model="/models/odd\\", description="", served_model_names=[])
+    )
+    text = render_unit(data)
+    line = next(x for x in text.splitlines() if x.startswith("Description="))
+    assert line == "Description=vLLM /models/odd"
