@@ -1,6 +1,7 @@
 """Profile forms: text in the operator's terms ⇄ the canonical profile data.
 
-Every setting is a plain text input on purpose: `units.validation` is the single place
+Every setting but the yes/no ones is a plain text field on purpose (selects offer the
+known choices, they do not judge them): `units.validation` is the single place
 that knows what systemd or vLLM would reject and says so in the user's terms, so the
 form only splits multi-line fields into the list/dict shapes of the data and leaves the
 verdict to validation (and, on save, to the services that enforce it).
@@ -11,7 +12,6 @@ unit with line numbers, its lint findings, and every message grouped by form fie
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -19,16 +19,21 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from linting.findings import Finding, Severity
+from linting.findings import Severity
 from linting.systemd.catalog import available_versions as systemd_versions
 from linting.vllm.catalog import available_versions as vllm_versions
-from units.linting import finding_message, findings_by_field, is_blocking, lint_profile_data
+from units.linting import ProfileLint, lint_profile
 from units.models import PROFILE_FIELDS, RESTART_CHOICES, ServiceProfile
-from units.profile_data import default_data, normalize_profile_data, profile_data
-from units.rendering import render_unit
+from units.profile_data import (
+    BOOL_FIELDS,
+    INT_FIELDS,
+    default_data,
+    normalize_profile_data,
+    profile_data,
+)
 from units.selectors import NO_METHOD
 from units.speculative import SPEC_FIELDS, method_shape, spec_methods
-from units.validation import field_choices, validate_profile_data
+from units.validation import field_choices, field_errors
 
 GENERAL = "__all__"  # issues no single field causes
 
@@ -144,31 +149,14 @@ HELP: dict[str, str] = {
     "(or --option=value).",
     "environment": "One NAME=value per line. GPUs are set above, not here.",
     "gpu_free_wait_sec": "Bounded wait; must fit inside the start timeout.",
-    "gpu_free_threshold_mib": "A GPU counts as free below this much used memory.",
+    "gpu_free_threshold_mib": "A GPU counts as free at or below this much used memory.",
     "target_vllm_version": "Flags and speculative methods are checked against this version.",
     "target_systemd_version": "Unit-file keys and Exec= parsing are checked for this version.",
 }
 
 _LINE_FIELDS = frozenset({"served_model_names", "extra_args", "environment"})
-_BOOL_FIELDS = frozenset({"trust_remote_code", "enable_expert_parallel", "gpu_free_wait"})
 _SELECT_FIELDS = frozenset(
     {"spec_method", "restart", "target_vllm_version", "target_systemd_version"}
-)
-_NUMERIC_FIELDS = frozenset(
-    {
-        "port",
-        "tensor_parallel_size",
-        "max_num_seqs",
-        "spec_num_tokens",
-        "spec_prompt_lookup_min",
-        "spec_prompt_lookup_max",
-        "spec_draft_tensor_parallel_size",
-        "restart_sec",
-        "timeout_start_sec",
-        "timeout_stop_sec",
-        "gpu_free_wait_sec",
-        "gpu_free_threshold_mib",
-    }
 )
 _DATALIST_FIELDS = frozenset({"quantization", "kv_cache_dtype"})
 
@@ -184,8 +172,7 @@ def parse_environment(text: str | None) -> tuple[dict[str, str], list[str]]:
     variables: dict[str, str] = {}
     first_line: dict[str, int] = {}
     problems: list[str] = []
-    for number, raw in enumerate((text or "").splitlines(), start=1):
-        line = raw.rstrip("\r")
+    for number, line in enumerate((text or "").splitlines(), start=1):
         if not line.strip():
             continue
         name, eq, value = line.partition("=")
@@ -230,15 +217,16 @@ def all_spec_methods() -> tuple[str, ...]:
 
 
 @cache
-def method_fields_json() -> str:
+def method_fields() -> dict[str, Any]:
     """{method: [fields it takes]} and {version: [methods]} for the form's script, which
-    shows only the fields the chosen method takes."""
+    shows only the fields the chosen method takes (written with `json_script`; shared,
+    do not modify)."""
     takes = {}
     for method in all_spec_methods():
         shape = method_shape(method)
         takes[method] = sorted(shape.takes) if shape else []
     versions = {v: spec_methods(v) for v in vllm_versions()}
-    return json.dumps({"takes": takes, "methods": versions, "fields": list(SPEC_FIELDS)})
+    return {"takes": takes, "methods": versions, "fields": list(SPEC_FIELDS)}
 
 
 def spec_fields_taken(method: str) -> frozenset[str]:
@@ -251,7 +239,7 @@ def initial_from_data(data: dict[str, Any]) -> dict[str, Any]:
     initial: dict[str, Any] = {}
     for name in PROFILE_FIELDS:
         value = data.get(name)
-        if name in _BOOL_FIELDS:
+        if name in BOOL_FIELDS:
             initial[name] = bool(value)
         elif name in ("served_model_names", "extra_args"):
             initial[name] = "\n".join(value or [])
@@ -267,11 +255,11 @@ def _widget(name: str) -> forms.Widget:
     if name in _LINE_FIELDS:
         rows = {"served_model_names": 2, "extra_args": 5, "environment": 4}[name]
         return forms.Textarea(attrs={**attrs, "rows": str(rows), "spellcheck": "false"})
-    if name in _BOOL_FIELDS:
+    if name in BOOL_FIELDS:
         return forms.CheckboxInput(attrs=attrs)
     if name in _SELECT_FIELDS:
         return forms.Select(attrs=attrs)
-    if name in _NUMERIC_FIELDS:
+    if name in INT_FIELDS:
         attrs["inputmode"] = "numeric"
     if name in _DATALIST_FIELDS:
         attrs["list"] = f"choices-{name}"
@@ -301,8 +289,8 @@ class ProfileForm(forms.Form):
         kwargs.setdefault("initial", initial_from_data(start))
         super().__init__(*args, **kwargs)
         for name in PROFILE_FIELDS:
-            field_class = forms.BooleanField if name in _BOOL_FIELDS else forms.CharField
-            extra = {} if name in _BOOL_FIELDS else {"strip": False}
+            field_class = forms.BooleanField if name in BOOL_FIELDS else forms.CharField
+            extra = {} if name in BOOL_FIELDS else {"strip": False}
             self.fields[name] = field_class(
                 label=LABELS[name],
                 required=False,
@@ -351,7 +339,7 @@ class ProfileForm(forms.Form):
         values["served_model_names"] = _lines(values["served_model_names"])
         values["extra_args"] = _lines(values["extra_args"])
         values["environment"], _ = parse_environment(values["environment"])
-        for name in _BOOL_FIELDS:
+        for name in BOOL_FIELDS:
             values[name] = bool(values[name])
         if self.profile is not None:
             values["name"] = self.profile.name
@@ -361,15 +349,14 @@ class ProfileForm(forms.Form):
         """Only what the text shape itself gets wrong; the settings are judged by
         validation (preview) and by the services (save)."""
         cleaned = super().clean()
-        _, env_problems = parse_environment(self._value("environment"))
-        for problem in env_problems:
-            self.add_error("environment", problem)
-        for problem in extra_arg_problems(_lines(self._value("extra_args"))):
-            self.add_error("extra_args", problem)
+        for name, problems in self.shape_errors().items():
+            for problem in problems:
+                self.add_error(name, problem)
         return cleaned
 
     def shape_errors(self) -> dict[str, list[str]]:
-        """Messages of `clean()` per field (for the preview, which does not save)."""
+        """What the text shape gets wrong, per field (`clean()` adds these; the preview,
+        which does not save, shows them)."""
         result: dict[str, list[str]] = {}
         _, env_problems = parse_environment(self._value("environment"))
         if env_problems:
@@ -499,23 +486,17 @@ class Preview:
 
     @property
     def invalid_fields(self) -> int:
-        return sum(1 for name, items in self.issues.items() if name != GENERAL and items)
+        """Fields with an error (what blocks a save); warnings alone need no fix."""
+        return sum(
+            1
+            for name, items in self.issues.items()
+            if name != GENERAL and any(issue.severity == "error" for issue in items)
+        )
 
     def field_issues(self) -> list[tuple[str, list[Issue]]]:
         """Every field (and GENERAL) with its issues, empty ones included, so an
         out-of-band swap also clears messages that were fixed."""
         return [(name, self.issues.get(name, [])) for name in (*PROFILE_FIELDS, GENERAL)]
-
-
-def _finding_issue(data: dict[str, Any], finding: Finding) -> Issue:
-    text = finding_message(data, finding)
-    suffix = f" ({finding.code})"
-    return Issue(
-        severity=str(finding.severity),
-        message=text.removesuffix(suffix),
-        code=finding.code,
-        line=finding.span.start.line,
-    )
 
 
 def build_preview(
@@ -524,42 +505,42 @@ def build_preview(
     """Validate, render and lint `data` without saving anything.
 
     Validation messages come first at each field; lint findings follow with their rule
-    code and unit line. A blocking finding that validation already reported (validation
-    runs the same linter) is shown once, as the finding."""
-    errors = validate_profile_data(data)
+    code and unit line. The unit is rendered and linted once: the blocking findings are
+    the same ones the save's lint stage reports, so they are shown once, as findings."""
+    data = normalize_profile_data(data)
+    errors = field_errors(data)
     for name, messages in (extra_errors or {}).items():
         errors.setdefault(name, []).extend(messages)
-    text: str | None
+    lint: ProfileLint | None
     try:
-        text = render_unit(data)
-        report = lint_profile_data(data)
-        by_field = findings_by_field(data, report)
+        lint = lint_profile(data)
     except (ValueError, TypeError, KeyError, ArithmeticError):
         # Values the unit cannot hold yet (validation names them at their fields).
-        text, by_field = None, {}
-    lint_messages: set[str] = set()
-    issues: dict[str, list[Issue]] = {}
+        lint = None
+    issues: dict[str, list[Issue]] = {
+        name: [Issue("error", m) for m in messages] for name, messages in errors.items()
+    }
     findings: list[tuple[str, Issue]] = []
     severity_by_line: dict[int, Severity] = {}
     codes_by_line: dict[int, list[str]] = {}
-    for name, items in by_field.items():
-        for finding in items:
-            issue = _finding_issue(data, finding)
-            if is_blocking(finding):
-                lint_messages.add(finding_message(data, finding))
-            issues.setdefault(name, []).append(issue)
-            findings.append((LABELS.get(name, "Unit"), issue))
-            for number in range(finding.span.start.line, finding.span.end.line + 1):
-                severity_by_line[number] = max(
-                    severity_by_line.get(number, Severity.INFO), finding.severity
-                )
-                codes_by_line.setdefault(number, []).append(finding.code)
-    for name, messages in errors.items():
-        own = [Issue("error", m) for m in messages if m not in lint_messages]
-        issues[name] = own + issues.get(name, [])
+    for finding in lint.report.findings if lint else ():
+        name = lint.field_of(finding)
+        issue = Issue(
+            severity=str(finding.severity),
+            message=lint.describe(finding),
+            code=finding.code,
+            line=finding.span.start.line,
+        )
+        issues.setdefault(name, []).append(issue)
+        findings.append((LABELS.get(name, "Unit"), issue))
+        for number in range(finding.span.start.line, finding.span.end.line + 1):
+            severity_by_line[number] = max(
+                severity_by_line.get(number, Severity.INFO), finding.severity
+            )
+            codes_by_line.setdefault(number, []).append(finding.code)
     findings.sort(key=lambda item: (item[1].line or 0, item[1].code))
     lines = None
-    if text is not None:
+    if lint is not None:
         lines = [
             UnitLine(
                 number,
@@ -567,6 +548,6 @@ def build_preview(
                 str(severity_by_line[number]) if number in severity_by_line else "",
                 tuple(dict.fromkeys(codes_by_line.get(number, ()))),
             )
-            for number, line in enumerate(text.splitlines(), start=1)
+            for number, line in enumerate(lint.text.splitlines(), start=1)
         ]
     return Preview(lines=lines, findings=findings, issues=issues)

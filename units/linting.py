@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from linting.context import LintOptions
@@ -17,7 +18,7 @@ from linting.findings import Finding, Severity
 from linting.report import InputError, Report
 from linting.unitfile import UnitFile, parse_text
 from units.profile_data import normalize_profile_data
-from units.rendering import line_map, render_unit
+from units.rendering import LineInfo, line_map, render_unit
 
 # Keys of the speculative config → the profile field a finding about them belongs to.
 _SPEC_KEY_FIELDS = (
@@ -46,13 +47,49 @@ def lint_rendered(text: str, path: str, unit_name: str, options: LintOptions) ->
     return lint_units([unit], options)
 
 
-def lint_profile_data(data: dict[str, Any], options: LintOptions | None = None) -> Report:
+@dataclass(frozen=True)
+class ProfileLint:
+    """Profile data rendered once and linted once, with the line map that ties each finding
+    to the form field that caused it. The save gate and the live preview both read it, so
+    neither renders or lints a second time."""
+
+    data: dict[str, Any]
+    text: str
+    report: Report
+    lines: dict[int, LineInfo]
+
+    def field_of(self, finding: Finding) -> str:
+        """The profile field whose line holds the finding ("__all__" when none does)."""
+        info = self.lines.get(finding.span.start.line)
+        field = info.field if info else "__all__"
+        return _spec_field(finding.message) if field == "spec_method" else field
+
+    def by_field(self) -> dict[str, list[Finding]]:
+        """Findings grouped by field, for showing them next to form fields."""
+        result: dict[str, list[Finding]] = {}
+        for finding in self.report.findings:
+            result.setdefault(self.field_of(finding), []).append(finding)
+        return result
+
+    def describe(self, finding: Finding) -> str:
+        """The finding worded for the form: which extra argument, then what happens."""
+        info = self.lines.get(finding.span.start.line)
+        prefix = f"“{' '.join(info.words)}”: " if info and info.field == "extra_args" else ""
+        return prefix + finding.message
+
+
+def lint_profile(data: dict[str, Any], options: LintOptions | None = None) -> ProfileLint:
     """Render (valid) profile data and lint it against its target versions."""
     data = normalize_profile_data(data)
+    text = render_unit(data)
     unit_name = f"{data['name'] or 'profile'}.service"
-    return lint_rendered(
-        render_unit(data), unit_name, unit_name, profile_lint_options(data, options)
-    )
+    report = lint_rendered(text, unit_name, unit_name, profile_lint_options(data, options))
+    return ProfileLint(data, text, report, line_map(data, text))
+
+
+def lint_profile_data(data: dict[str, Any], options: LintOptions | None = None) -> Report:
+    """The lint report of the unit `data` renders to."""
+    return lint_profile(data, options).report
 
 
 def is_blocking(finding: Finding) -> bool:
@@ -62,35 +99,11 @@ def is_blocking(finding: Finding) -> bool:
     return finding.severity >= Severity.ERROR
 
 
-def findings_by_field(data: dict[str, Any], report: Report) -> dict[str, list[Finding]]:
-    """Findings of `lint_profile_data(data)` grouped by the profile field that causes them
-    ("__all__" when no single field does), for showing them next to form fields."""
-    data = normalize_profile_data(data)
-    text = render_unit(data)
-    lines = line_map(data, text)
-    result: dict[str, list[Finding]] = {}
-    for finding in report.findings:
-        info = lines.get(finding.span.start.line)
-        field = info.field if info else "__all__"
-        if field == "spec_method":
-            field = _spec_field(finding.message)
-        result.setdefault(field, []).append(finding)
-    return result
-
-
 def _spec_field(message: str) -> str:
     for key, field in _SPEC_KEY_FIELDS:
         if re.search(rf"\b{key}\b", message):
             return field
     return "spec_method"
-
-
-def finding_message(data: dict[str, Any], finding: Finding) -> str:
-    """A finding worded for the form: which extra argument, what happens, the rule code."""
-    data = normalize_profile_data(data)
-    info = line_map(data, render_unit(data)).get(finding.span.start.line)
-    prefix = f"“{' '.join(info.words)}”: " if info and info.field == "extra_args" else ""
-    return f"{prefix}{finding.message} ({finding.code})"
 
 
 def lint_profiles(names: list[str] | None, options: LintOptions | None = None) -> Report:
@@ -99,7 +112,8 @@ def lint_profiles(names: list[str] | None, options: LintOptions | None = None) -
     files are for `lintunits`. Each unit is shown as `profile:NAME@vN` and linted with its
     own target versions unless `options` pins them. Profiles are linted one by one: they
     run on different hosts, so cross-unit checks (duplicate ports) do not apply."""
-    from units.models import ProfileVersion, ServiceProfile
+    from units.models import ServiceProfile
+    from units.selectors import profile_latest_version
 
     options = options or LintOptions()
     report = Report()
@@ -114,7 +128,7 @@ def lint_profiles(names: list[str] | None, options: LintOptions | None = None) -
     else:
         profiles = list(ServiceProfile.objects.filter(archived=False).order_by("name"))
     for profile in profiles:
-        version = ProfileVersion.objects.filter(profile=profile).order_by("-number").first()
+        version = profile_latest_version(profile=profile)
         if version is None:
             report.input_errors.append(
                 InputError(f"profile:{profile.name}", "the profile has no saved version")

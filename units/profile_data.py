@@ -90,7 +90,7 @@ def _normalize(key: str, value: Any) -> Any:
             text = value.strip()
             if text == "":
                 return None
-            if text.isdigit():
+            if is_ascii_digits(text):
                 return int(text)
         return value
     if key in BOOL_FIELDS:
@@ -109,6 +109,12 @@ def _normalize(key: str, value: Any) -> Any:
     if key == "environment":
         return dict(value) if isinstance(value, dict) else value
     return value
+
+
+def is_ascii_digits(text: str) -> bool:
+    """Only 0-9. `str.isdigit()` also accepts "²" (which `int()` refuses) and other
+    scripts' digits (which systemd and CUDA do not read as numbers)."""
+    return text.isascii() and text.isdigit()
 
 
 def _decimal_text(value: Any) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.template.loader import get_template
@@ -35,7 +35,6 @@ class ArgGroup:
 
     field: str
     words: tuple[str, ...]
-    spec: dict[str, Any] | None = field(default=None, compare=False)
 
 
 def is_python(executable: str) -> bool:
@@ -78,9 +77,7 @@ def exec_start_groups(data: dict[str, Any]) -> list[ArgGroup]:
         add("kv_cache_dtype", "--kv-cache-dtype", data["kv_cache_dtype"])
     config = spec_config(data)
     if config is not None:
-        groups.append(
-            ArgGroup("spec_method", ("--speculative-config", spec_json(config)), spec=config)
-        )
+        add("spec_method", "--speculative-config", spec_json(config))
     # extra arguments: an option starts a new line, its values (a negative number is a
     # value to argparse) follow it
     current: list[str] = []

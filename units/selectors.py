@@ -53,9 +53,21 @@ def profile_latest_version(*, profile: ServiceProfile) -> ProfileVersion | None:
     return ProfileVersion.objects.filter(profile=profile).order_by("-number").first()
 
 
+def _setting_keys(*versions: ProfileVersion) -> list[str]:
+    """The profile's fields in model order, then keys only older snapshots have (sorted):
+    never the stored order, which PostgreSQL's jsonb does not keep."""
+    stored = set().union(*(v.data for v in versions))
+    return [f for f in PROFILE_FIELDS if f in stored] + sorted(stored - set(PROFILE_FIELDS))
+
+
+def version_settings(version: ProfileVersion) -> list[tuple[str, Any]]:
+    """(field, value) of a version's snapshot, in field order."""
+    return [(k, version.data[k]) for k in _setting_keys(version)]
+
+
 def version_field_diff(a: ProfileVersion, b: ProfileVersion) -> list[tuple[str, Any, Any]]:
     """(field, value in a, value in b) for every setting that differs, in field order."""
-    keys = list(PROFILE_FIELDS) + sorted((set(a.data) | set(b.data)) - set(PROFILE_FIELDS))
+    keys = _setting_keys(a, b)
     return [(k, a.data.get(k), b.data.get(k)) for k in keys if a.data.get(k) != b.data.get(k)]
 
 

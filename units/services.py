@@ -14,12 +14,14 @@ from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
+from audit.models import AuditKind
 from audit.services import record
 from units.models import PROFILE_FIELDS, ProfileVersion, ServiceProfile
 from units.profile_data import model_values, normalize_profile_data, profile_data
 from units.rendering import render_unit
+from units.selectors import profile_latest_version
 from units.validation import clean_profile_data
 
 User = AbstractBaseUser
@@ -30,10 +32,6 @@ def changed_fields(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return [f for f in PROFILE_FIELDS if old.get(f) != new.get(f)]
 
 
-def _latest(profile: ServiceProfile) -> ProfileVersion | None:
-    return ProfileVersion.objects.filter(profile=profile).order_by("-number").first()
-
-
 def _append_version(
     *,
     profile: ServiceProfile,
@@ -42,7 +40,7 @@ def _append_version(
     created_by: User | None,
     comment: str,
 ) -> ProfileVersion:
-    latest = _latest(profile)
+    latest = profile_latest_version(profile=profile)
     unit_text = render_unit(data)
     return ProfileVersion.objects.create(
         profile=profile,
@@ -63,9 +61,29 @@ def _audit(kind: str, actor: User | None, profile: ServiceProfile, payload: dict
     record(kind=kind, actor=actor, obj=profile, payload=payload, profile_name=profile.name)
 
 
+def _name_taken(name: str) -> ValidationError:
+    return ValidationError({"name": [f"A profile named “{name}” already exists."]})
+
+
 def _check_name_free(name: str) -> None:
     if ServiceProfile.objects.filter(name=name).exists():
-        raise ValidationError({"name": [f"A profile named “{name}” already exists."]})
+        raise _name_taken(name)
+
+
+def _insert_profile(
+    data: dict[str, Any], *, cloned_from: ServiceProfile | None = None
+) -> ServiceProfile:
+    """Insert a new profile row. The check only answers for committed rows: a concurrent
+    create of the same name that commits first makes the unique index refuse ours (on
+    PostgreSQL), and that is the same "already exists" for the user, not a server error."""
+    _check_name_free(data["name"])
+    try:
+        with transaction.atomic():  # a savepoint: the caller's transaction stays usable
+            return ServiceProfile.objects.create(**model_values(data), cloned_from=cloned_from)
+    except IntegrityError:
+        if ServiceProfile.objects.filter(name=data["name"]).exists():
+            raise _name_taken(data["name"]) from None
+        raise
 
 
 def _locked(profile: ServiceProfile) -> ServiceProfile:
@@ -81,9 +99,7 @@ def profile_create(
     with version 1."""
     clean = clean_profile_data(data)
     with transaction.atomic():
-        _check_name_free(clean["name"])
-        profile = ServiceProfile(**model_values(clean))
-        profile.save()
+        profile = _insert_profile(clean)
         version = _append_version(
             profile=profile,
             data=clean,
@@ -91,7 +107,7 @@ def profile_create(
             created_by=created_by,
             comment=comment or "Created",
         )
-        _audit("profile.created", created_by, profile, {"version": version.number})
+        _audit(AuditKind.PROFILE_CREATED, created_by, profile, {"version": version.number})
     return profile
 
 
@@ -145,7 +161,7 @@ def profile_update(
         version = _save_settings(profile=profile, data=clean, user=updated_by, comment=comment)
         if version is not None:
             _audit(
-                "profile.edited",
+                AuditKind.PROFILE_EDITED,
                 updated_by,
                 profile,
                 {"version": version.number, "changed_fields": version.changed_fields},
@@ -158,13 +174,11 @@ def profile_clone(
 ) -> ServiceProfile:
     """A variant beside the original (which stays as the fallback), with the original's
     current settings under `new_name`; version 1 records where it came from."""
-    source_version = _latest(profile)
+    source_version = profile_latest_version(profile=profile)
     data = profile_data(profile) | {"name": new_name}
     clean = clean_profile_data(data)
     with transaction.atomic():
-        _check_name_free(clean["name"])
-        clone = ServiceProfile(**model_values(clean), cloned_from=profile)
-        clone.save()
+        clone = _insert_profile(clean, cloned_from=profile)
         where = f"{profile.name} v{source_version.number}" if source_version else profile.name
         version = _append_version(
             profile=clone,
@@ -174,7 +188,7 @@ def profile_clone(
             comment=f"Cloned from {where}",
         )
         _audit(
-            "profile.created",
+            AuditKind.PROFILE_CREATED,
             created_by,
             clone,
             {"version": version.number, "cloned_from": profile.name},
@@ -182,26 +196,28 @@ def profile_clone(
     return clone
 
 
-def profile_archive(*, profile: ServiceProfile, archived_by: User | None) -> ServiceProfile:
-    """Hide the profile from lists and editing; its versions stay. Idempotent."""
+def _set_archived(
+    profile: ServiceProfile, *, archived: bool, user: User | None, kind: AuditKind
+) -> ServiceProfile:
     with transaction.atomic():
         profile = _locked(profile)
-        if not profile.archived:
-            profile.archived = True
+        if profile.archived != archived:
+            profile.archived = archived
             profile.save(update_fields=["archived", "updated_at"])
-            _audit("profile.archived", archived_by, profile, {})
+            _audit(kind, user, profile, {})
     return profile
+
+
+def profile_archive(*, profile: ServiceProfile, archived_by: User | None) -> ServiceProfile:
+    """Hide the profile from lists and editing; its versions stay. Idempotent."""
+    return _set_archived(profile, archived=True, user=archived_by, kind=AuditKind.PROFILE_ARCHIVED)
 
 
 def profile_unarchive(*, profile: ServiceProfile, unarchived_by: User | None) -> ServiceProfile:
     """Bring an archived profile back (the undo of `profile_archive`). Idempotent."""
-    with transaction.atomic():
-        profile = _locked(profile)
-        if profile.archived:
-            profile.archived = False
-            profile.save(update_fields=["archived", "updated_at"])
-            _audit("profile.unarchived", unarchived_by, profile, {})
-    return profile
+    return _set_archived(
+        profile, archived=False, user=unarchived_by, kind=AuditKind.PROFILE_UNARCHIVED
+    )
 
 
 def profile_restore_version(*, version: ProfileVersion, restored_by: User | None) -> ProfileVersion:
@@ -221,11 +237,11 @@ def profile_restore_version(*, version: ProfileVersion, restored_by: User | None
             comment=f"Restored v{version.number}",
         )
         if new is None:
-            latest = _latest(profile)
+            latest = profile_latest_version(profile=profile)
             assert latest is not None
             return latest
         _audit(
-            "profile.restored",
+            AuditKind.PROFILE_RESTORED,
             restored_by,
             profile,
             {"version": new.number, "restored": version.number},

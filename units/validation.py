@@ -27,9 +27,16 @@ from linting.vllm.catalog import (
     load_catalog,
 )
 from linting.vllm.invocation import parse_human_int
+from units.linting import ProfileLint, is_blocking, lint_profile
 from units.models import PROFILE_FIELDS, RESTART_CHOICES, ServiceProfile
 from units.names import validate_unit_name
-from units.profile_data import BOOL_FIELDS, normalize_profile_data
+from units.profile_data import (
+    BOOL_FIELDS,
+    INT_FIELDS,
+    STRING_FIELDS,
+    is_ascii_digits,
+    normalize_profile_data,
+)
 from units.rendering import is_python
 from units.speculative import validate_spec
 
@@ -39,6 +46,7 @@ Errors = dict[str, list[str]]
 # sleeps add up to gpu_free_wait_sec, the queries come on top (DESIGN.md fact 6).
 GPU_WAIT_MARGIN_SEC = 30
 MAX_TIMEOUT_SEC = 7 * 24 * 3600
+DB_INT_MAX = 2**31 - 1
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # systemd's strict user/group names (valid_user_group_name(), src/basic/user-util.c),
 # or a numeric ID.
@@ -98,8 +106,6 @@ class _Checker:
     # -- types -------------------------------------------------------------------------
 
     def types(self) -> None:
-        from units.profile_data import INT_FIELDS, STRING_FIELDS
-
         d = self.data
         for key in d:
             if key not in PROFILE_FIELDS:
@@ -240,7 +246,7 @@ class _Checker:
         ranges = {
             "port": (1, 65535, "The port must be between 1 and 65535."),
             "tensor_parallel_size": (1, 64, "The tensor parallel size must be 1 to 64."),
-            "max_num_seqs": (1, 1_000_000, "Max sequences must be at least 1."),
+            "max_num_seqs": (1, 1_000_000, "Max sequences must be at least 1 and at most 1000000."),
             "restart_sec": (0, 86400, "The restart delay must be 0 to 86400 seconds."),
             "timeout_start_sec": (
                 1,
@@ -252,11 +258,15 @@ class _Checker:
                 MAX_TIMEOUT_SEC,
                 f"The stop timeout must be 1 to {MAX_TIMEOUT_SEC} seconds.",
             ),
-            "gpu_free_wait_sec": (1, MAX_TIMEOUT_SEC, "The GPU-free wait must be at least 1 s."),
+            "gpu_free_wait_sec": (
+                1,
+                MAX_TIMEOUT_SEC,
+                f"The GPU-free wait must be at least 1 s and at most {MAX_TIMEOUT_SEC} s.",
+            ),
             "gpu_free_threshold_mib": (
                 0,
                 10_000_000,
-                "The GPU-free threshold must be 0 MiB or more.",
+                "The GPU-free threshold must be 0 to 10000000 MiB.",
             ),
         }
         required = {
@@ -278,6 +288,13 @@ class _Checker:
                 continue
             if not low <= value <= high:
                 self.add(key, message)
+        # The speculative numbers have no range of their own, but the model's integer
+        # columns end at DB_INT_MAX (PostgreSQL `integer`): saving more would fail there.
+        # (The systemd version is checked against its list of versions.)
+        for key in sorted(INT_FIELDS - ranges.keys() - {"target_systemd_version"}):
+            value = d[key]
+            if self.ok(key) and value is not None and value > DB_INT_MAX:
+                self.add(key, f"Enter a number up to {DB_INT_MAX}.")
 
     def gpu_devices(self) -> None:
         text = self.data["gpu_devices"]
@@ -289,14 +306,14 @@ class _Checker:
             if not item:
                 self.add("gpu_devices", "Remove the empty entry between commas.")
                 return
-            if not (item.isdigit() or _GPU_UUID.match(item) or _MIG_UUID.match(item)):
+            if not (is_ascii_digits(item) or _GPU_UUID.match(item) or _MIG_UUID.match(item)):
                 self.add(
                     "gpu_devices",
                     f"“{item}” is not a GPU index (0, 1, …) or a GPU UUID (GPU-xxxxxxxx-…, "
                     "MIG-…): CUDA stops reading the list there and hides the rest.",
                 )
                 return
-            key = str(int(item)) if item.isdigit() else item.lower()
+            key = str(int(item)) if is_ascii_digits(item) else item.lower()
             if key in seen:
                 self.add("gpu_devices", f"GPU {item} is listed twice.")
                 return
@@ -409,8 +426,10 @@ class _Checker:
             value = self.data[field]
             if not self.ok(field) or not value:
                 continue
-            if value.isdigit():
-                if int(value) >= 2**32 - 1:
+            if is_ascii_digits(value):
+                # uid_is_valid()/gid_is_valid() (src/basic/user-util.h) refuse (uid_t) -1
+                # and the 16-bit -1, 65535.
+                if int(value) >= 2**32 - 1 or int(value) == 65535:
                     self.add(field, f"{value} is not a valid numeric ID.")
             elif not _USER_NAME.match(value):
                 self.add(
@@ -513,20 +532,7 @@ class _Checker:
             self.gpu_wait,
         ):
             check()
-        if not self.errors:
-            self.lint()
         return self.errors
-
-    def lint(self) -> None:
-        """Render, lint with the target versions (ShellCheck on) and report each blocking
-        finding at the field that produced its line."""
-        from units.linting import finding_message, findings_by_field, is_blocking, lint_profile_data
-
-        report = lint_profile_data(self.data)
-        for field, findings in findings_by_field(self.data, report).items():
-            for finding in findings:
-                if is_blocking(finding):
-                    self.add(field, finding_message(self.data, finding))
 
 
 def field_choices(field: str, vllm_version: str) -> list[str]:
@@ -542,15 +548,33 @@ def field_choices(field: str, vllm_version: str) -> list[str]:
     return [str(c) for c in flag.choices] if flag and flag.choices else []
 
 
+def field_errors(data: dict[str, Any]) -> Errors:
+    """The first stage only (each field, cross-field rules) on normalised data: what the
+    live preview shows beside the findings of its own, single lint."""
+    return _Checker(data).run()
+
+
+def lint_errors(lint: ProfileLint) -> Errors:
+    """The second stage: each blocking finding at the field that produced its line."""
+    errors: Errors = {}
+    for finding in lint.report.findings:
+        if is_blocking(finding):
+            message = f"{lint.describe(finding)} ({finding.code})"
+            errors.setdefault(lint.field_of(finding), []).append(message)
+    return errors
+
+
 def validate_profile_data(data: dict[str, Any]) -> Errors:
-    """field → messages ("__all__" for what no single field causes); empty when valid."""
-    return _Checker(normalize_profile_data(data)).run()
+    """field → messages ("__all__" for what no single field causes); empty when valid.
+    The unit is rendered and linted (ShellCheck on) only when every field passes."""
+    normalized = normalize_profile_data(data)
+    return field_errors(normalized) or lint_errors(lint_profile(normalized))
 
 
 def clean_profile_data(data: dict[str, Any]) -> dict[str, Any]:
     """Canonical, valid data, or ValidationError with the messages per field."""
     normalized = normalize_profile_data(data)
-    errors = _Checker(normalized).run()
+    errors = validate_profile_data(normalized)
     if errors:
         raise ValidationError(errors)
     return normalized

@@ -29,10 +29,10 @@ from units.forms import (
     ProfileFilterForm,
     ProfileForm,
     build_preview,
-    method_fields_json,
+    method_fields,
 )
 from units.models import ProfileVersion, ServiceProfile
-from units.profile_data import profile_data
+from units.profile_data import is_ascii_digits, profile_data
 
 VIEW = "units.view_serviceprofile"
 VIEW_VERSIONS = "units.view_profileversion"
@@ -123,8 +123,7 @@ def profile_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _merge_form_errors(form: ProfileForm, issues: dict[str, list[Issue]]) -> None:
     """Add the save's errors (the services' verdict) that the preview does not show yet."""
-    for name, errors in form.errors.items():
-        key = GENERAL if name == "__all__" else name
+    for key, errors in form.errors.items():  # non-field errors' key "__all__" is GENERAL
         shown = set()
         for issue in issues.get(key, []):
             shown.update({issue.message, f"{issue.message} ({issue.code})"})
@@ -148,7 +147,7 @@ def _form_page(
             "sections": form.sections(issues),
             "preview": preview,
             "general_issues": issues.get(GENERAL, []),
-            "method_fields_json": method_fields_json(),
+            "method_fields": method_fields(),
         },
         status=status,
     )
@@ -212,7 +211,7 @@ def profile_preview(request: HttpRequest) -> HttpResponse:
     if not (request.user.has_perm(ADD) or request.user.has_perm(CHANGE)):
         raise PermissionDenied
     profile = None
-    if request.POST.get("profile_id", "").isdigit():
+    if is_ascii_digits(request.POST.get("profile_id", "")):
         profile = ServiceProfile.objects.filter(pk=int(request.POST["profile_id"])).first()
     form = ProfileForm(request.POST, profile=profile)
     preview = build_preview(form.to_data(), form.shape_errors())
@@ -316,7 +315,7 @@ def _version(pk: int, number: int) -> ProfileVersion:
 def version_detail(request: HttpRequest, pk: int, number: int) -> HttpResponse:
     version = _version(pk, number)
     latest = selectors.profile_latest_version(profile=version.profile)
-    settings = [(LABELS.get(k, k), _show(v)) for k, v in version.data.items()]
+    settings = [(LABELS.get(k, k), _show(v)) for k, v in selectors.version_settings(version)]
     return render(
         request,
         "units/version.html",
@@ -374,7 +373,7 @@ def version_compare(request: HttpRequest) -> HttpResponse:
     """Any two versions, of one profile or of a variant and its original: field diff
     table and unified diff of the units (`?a=VERSION_ID&b=VERSION_ID`)."""
     ids = [request.GET.get("a", ""), request.GET.get("b", "")]
-    if not all(i.isdigit() for i in ids):
+    if not all(is_ascii_digits(i) for i in ids):
         return HttpResponseBadRequest("Choose two versions to compare (a and b).")
     found = ProfileVersion.objects.select_related("profile", "created_by").in_bulk(
         [int(i) for i in ids]

@@ -11,7 +11,7 @@ from linting.context import LintOptions
 from linting.engine import lint_text
 from linting.findings import Severity
 from tests.units.factories import baseline, ngram
-from units.linting import findings_by_field, lint_profile_data
+from units.linting import lint_profile, lint_profile_data
 from units.rendering import gpu_wait_iterations, line_fields, profile_argv, render_unit
 from units.templatetags.unitfile import env_assignment, exec_word, spec_json, unit_value
 
@@ -181,9 +181,9 @@ def test_without_gpu_wait_there_is_no_exec_start_pre() -> None:
 
 
 def test_a_wait_longer_than_the_start_timeout_is_what_the_linter_catches() -> None:
-    report = lint_profile_data(baseline(gpu_free_wait_sec=3000, timeout_start_sec=1800))
-    assert [f.code for f in report.findings if f.severity >= Severity.ERROR] == ["OP403"]
-    by_field = findings_by_field(baseline(gpu_free_wait_sec=3000, timeout_start_sec=1800), report)
+    lint = lint_profile(baseline(gpu_free_wait_sec=3000, timeout_start_sec=1800))
+    assert [f.code for f in lint.report.findings if f.severity >= Severity.ERROR] == ["OP403"]
+    by_field = lint.by_field()
     assert [f.code for f in by_field["gpu_free_wait_sec"]] == ["OP403"]
 
 

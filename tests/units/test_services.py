@@ -70,6 +70,26 @@ def test_duplicate_name_is_refused(alice) -> None:  # type: ignore[no-untyped-de
     assert "already exists" in exc.value.message_dict["name"][0]
 
 
+def test_a_name_taken_by_a_concurrent_create_is_refused_at_the_name(alice, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Both creates pass the existence check before either commits (PostgreSQL, READ
+    COMMITTED); the unique index then refuses the second: a message, not a 500."""
+    import units.services
+
+    profile_create(data=baseline(), created_by=alice)
+    monkeypatch.setattr(units.services, "_check_name_free", lambda name: None)
+    for attempt in (
+        lambda: profile_create(data=baseline(), created_by=alice),
+        lambda: profile_clone(
+            profile=ServiceProfile.objects.get(), new_name=baseline()["name"], created_by=alice
+        ),
+    ):
+        with pytest.raises(ValidationError) as exc:
+            attempt()
+        assert "already exists" in exc.value.message_dict["name"][0]
+    assert ServiceProfile.objects.count() == 1
+    assert ProfileVersion.objects.count() == 1
+
+
 def test_update_adds_a_version_with_the_changed_fields(alice, bob) -> None:  # type: ignore[no-untyped-def]
     profile = profile_create(data=baseline(), created_by=alice)
     version = profile_update(

@@ -115,6 +115,57 @@ def test_bad_input_is_rejected_with_a_message(field: str, value: Any, expected: 
     assert any(expected in m for m in messages), errors
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        # str.isdigit() holds for these, int() refuses "²": a 500 on every keystroke
+        ("port", "²", "whole number"),
+        ("gpu_devices", "0,²", "“²” is not a GPU index"),
+        ("user", "²", "not a valid user name"),
+        # int() reads other scripts' digits; CUDA and systemd do not
+        ("port", "٨٠٠٠", "whole number"),
+        ("gpu_devices", "٠,١,٢,٣,٤,٥,٦,٧", "“٠” is not a GPU index"),
+        ("group", "٣", "not a valid group name"),
+    ],
+)
+def test_only_ascii_digits_are_numbers(field: str, value: str, expected: str) -> None:
+    errors = errors_for(**{field: value})
+    assert any(expected in m for m in errors.get(field, [])), errors
+
+
+def test_numeric_id_65535_is_refused_like_systemd_does() -> None:
+    """uid_is_valid() refuses the 16-bit -1; systemd would not run the unit as that user."""
+    assert "not a valid numeric ID" in errors_for(user="65535")["user"][0]
+    assert "not a valid numeric ID" in errors_for(group="65535")["group"][0]
+    assert errors_for(user="65534", group="0") == {}
+
+
+@pytest.mark.parametrize(
+    ("field", "method"),
+    [
+        ("spec_num_tokens", "ngram"),
+        ("spec_prompt_lookup_max", "ngram"),
+        ("spec_draft_tensor_parallel_size", "eagle"),
+    ],
+)
+def test_speculative_numbers_beyond_the_database_column_are_refused(
+    field: str, method: str
+) -> None:
+    """No vLLM limit, but the integer column ends at 2**31 - 1: the save must not fail in
+    the database (PostgreSQL) or overflow (SQLite beyond 2**63)."""
+    data = ngram(spec_method=method, **{field: 2**31})
+    if method == "eagle":
+        data.update(spec_prompt_lookup_max=None, spec_draft_model="/models/draft")
+    assert validate_profile_data(data)[field] == ["Enter a number up to 2147483647."]
+
+
+def test_range_messages_name_both_ends() -> None:
+    assert "at most 1000000" in errors_for(max_num_seqs=10**7)["max_num_seqs"][0]
+    assert (
+        "0 to 10000000 MiB" in errors_for(gpu_free_threshold_mib=10**8)["gpu_free_threshold_mib"][0]
+    )
+
+
 def test_stripped_executable_path_is_accepted() -> None:
     assert errors_for(vllm_executable="  /opt/vllm/bin/vllm\n") == {}
 

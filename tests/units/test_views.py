@@ -12,8 +12,8 @@ from django.test import Client
 from django.urls import reverse
 
 from tests.units.factories import baseline, ngram
-from units.forms import initial_from_data
-from units.models import ProfileVersion, ServiceProfile
+from units.forms import LABELS, initial_from_data
+from units.models import PROFILE_FIELDS, ProfileVersion, ServiceProfile
 from units.profile_data import model_values, normalize_profile_data
 from units.roles import VIEWER, ensure_roles
 from units.services import profile_create, profile_update
@@ -348,6 +348,15 @@ def test_warnings_are_shown_but_do_not_block(alice: AbstractBaseUser) -> None:
     assert "OP404" in codes  # no Restart= policy: shown on the profile page
 
 
+def test_fields_with_only_warnings_are_not_counted_as_to_fix() -> None:
+    from units.forms import build_preview
+
+    preview = build_preview(baseline(restart="no"))
+    assert [issue.severity for issue in preview.issues["restart"]] == ["warning"]
+    assert preview.invalid_fields == 0
+    assert build_preview(baseline(port=0, restart="no")).invalid_fields == 1
+
+
 # -- live preview ------------------------------------------------------------------------
 
 
@@ -378,6 +387,18 @@ def test_preview_of_unrenderable_input_names_the_fields(alice: AbstractBaseUser)
     assert "cannot render yet" in html
     assert "Enter a whole number." in html
     assert not ServiceProfile.objects.exists()
+
+
+def test_preview_and_compare_answer_superscript_digits_instead_of_failing(
+    alice: AbstractBaseUser, kimi: ServiceProfile
+) -> None:
+    """ "²".isdigit() is true but int("²") raises: these were 500s."""
+    client = client_for(alice)
+    body = form_post(baseline(), port="²", profile_id="²")
+    response = client.post(reverse("units:preview"), body)
+    assert response.status_code == 200
+    assert "Enter a whole number." in response.content.decode()
+    assert client.get(reverse("units:compare"), {"a": "²", "b": "1"}).status_code == 400
 
 
 def test_preview_shows_only_the_fields_the_method_takes(alice: AbstractBaseUser) -> None:
@@ -442,6 +463,26 @@ def test_restore_creates_a_new_version(alice: AbstractBaseUser, kimi: ServicePro
     assert kimi.port == 8000
     latest = kimi.versions.order_by("-number").first()
     assert (latest.number, latest.changed_fields) == (3, ["port"])
+
+
+def test_version_page_lists_settings_in_field_order_whatever_the_stored_order(
+    alice: AbstractBaseUser, kimi: ServiceProfile
+) -> None:
+    """PostgreSQL's jsonb reorders keys (shortest first): the page must not follow it."""
+    v1 = kimi.versions.get(number=1)
+    shuffled = dict(sorted(v1.data.items(), key=lambda item: (len(item[0]), item[0])))
+    v2 = ProfileVersion.objects.create(
+        profile=kimi,
+        number=2,
+        data=shuffled,
+        unit_text=v1.unit_text,
+        unit_sha256=v1.unit_sha256,
+        changed_fields=[],
+        created_by=alice,
+    )
+    response = client_for(alice).get(reverse("units:version", args=[kimi.pk, v2.number]))
+    labels = [label for label, _ in response.context["settings"]]
+    assert labels == [LABELS[name] for name in PROFILE_FIELDS]
 
 
 def test_compare_shows_field_and_unit_diffs(alice: AbstractBaseUser, kimi: ServiceProfile) -> None:
