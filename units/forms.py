@@ -22,6 +22,7 @@ from django.core.exceptions import ValidationError
 from linting.findings import Severity
 from linting.systemd.catalog import available_versions as systemd_versions
 from linting.vllm.catalog import available_versions as vllm_versions
+from units import selectors
 from units.linting import ProfileLint, lint_profile
 from units.models import PROFILE_FIELDS, RESTART_CHOICES, ServiceProfile
 from units.profile_data import (
@@ -410,6 +411,7 @@ class ProfileFilterForm(forms.Form):
     q = forms.CharField(required=False, label="Search")
     method = forms.ChoiceField(required=False, label="Speculative method")
     vllm = forms.ChoiceField(required=False, label="vLLM version")
+    host = forms.ChoiceField(required=False, label="Deployed to")
     state = forms.ChoiceField(required=False, choices=STATE_CHOICES, label="State")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -418,6 +420,9 @@ class ProfileFilterForm(forms.Form):
             (m, m) for m in all_spec_methods()
         ]
         self.fields["vllm"].choices = [("", "any version")] + [(v, v) for v in vllm_versions()]
+        self.fields["host"].choices = [("", "any host")] + [
+            (h, h) for h in selectors.deploy_host_names()
+        ]
 
     def selector_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for `selectors.profile_list`."""
@@ -429,6 +434,7 @@ class ProfileFilterForm(forms.Form):
             "search": data.get("q", "")[:200],
             "method": data.get("method", ""),
             "vllm_version": data.get("vllm", ""),
+            "host": data.get("host", ""),
             "archived": archived,
         }
 

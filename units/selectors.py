@@ -17,10 +17,12 @@ def profile_list(
     search: str = "",
     method: str = "",
     vllm_version: str = "",
+    host: str = "",
     archived: bool | None = False,
 ) -> QuerySet[ServiceProfile]:
     """Profiles by name, filtered. `search` matches name, description and model;
-    `method=""` any, `"none"` without speculative decoding; `archived=None` both."""
+    `method=""` any, `"none"` without speculative decoding; `host` a host name some
+    version was successfully deployed to; `archived=None` both."""
     qs = ServiceProfile.objects.all()
     if archived is not None:
         qs = qs.filter(archived=archived)
@@ -37,7 +39,24 @@ def profile_list(
         qs = qs.filter(spec_method=method)
     if vllm_version:
         qs = qs.filter(target_vllm_version=vllm_version)
+    if host:
+        # Deploys point at profile versions (deploys depends on units, not the reverse),
+        # so this is a lookup through the reverse relation, not an import.
+        deployed = ProfileVersion.objects.filter(
+            deploy_requests__host__name=host, deploy_requests__status="succeeded"
+        ).values("profile_id")
+        qs = qs.filter(pk__in=deployed)
     return qs.order_by("name")
+
+
+def deploy_host_names() -> list[str]:
+    """Names of hosts that received some deploy (choices for the list's host filter)."""
+    return list(
+        ProfileVersion.objects.filter(deploy_requests__status="succeeded")
+        .values_list("deploy_requests__host__name", flat=True)
+        .distinct()
+        .order_by("deploy_requests__host__name")
+    )
 
 
 def profile_versions(*, profile: ServiceProfile) -> QuerySet[ProfileVersion]:

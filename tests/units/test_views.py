@@ -516,3 +516,36 @@ def test_admin_lists_profiles_and_versions_read_only(kimi: ServiceProfile) -> No
     change = client.get(f"/admin/units/serviceprofile/{kimi.pk}/change/")
     assert change.status_code == 200
     assert b'name="_save"' not in change.content
+
+
+def test_list_filters_by_the_host_a_profile_was_deployed_to(client, alice) -> None:  # type: ignore[no-untyped-def]
+    """Issue 4's host filter: profiles with a successful deploy to that host."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from deploys.models import DeployRequest, Host
+    from tests.units.factories import baseline
+    from units.services import profile_create
+
+    deployed = profile_create(data=baseline(name="on-gpu-a"), created_by=alice)
+    pending = profile_create(data=baseline(name="pending-gpu-a"), created_by=alice)
+    profile_create(data=baseline(name="nowhere"), created_by=alice)
+    host = Host.objects.create(name="gpu-a", address="127.0.0.1")
+    for profile, status in ((deployed, "succeeded"), (pending, "pending")):
+        DeployRequest.objects.create(
+            profile_version=profile.versions.get(),
+            host=host,
+            unit_name=profile.name,
+            unit_text="x",
+            unit_sha256="0" * 64,
+            status=status,
+            requested_by=alice,
+            expires_at=timezone.now() + timedelta(hours=1),
+        )
+    client.force_login(alice)
+    page = client.get("/profiles/", {"host": "gpu-a"}).content.decode()
+    assert "on-gpu-a" in page
+    assert "pending-gpu-a" not in page and "nowhere" not in page
+    everything = client.get("/profiles/").content.decode()
+    assert "nowhere" in everything and '<option value="gpu-a">gpu-a</option>' in everything
