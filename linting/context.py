@@ -3,7 +3,6 @@ Exec commands and their exact argv), computed once per unit."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -18,6 +17,8 @@ from linting.execline.command import (
 )
 from linting.execline.environ import EnvProblem, EnvVar, load_environment_files, parse_environment
 from linting.execline.environment import Substitution
+from linting.execline.extract_word import Word
+from linting.execline.shells import ShellInvocation, find_shell_script
 from linting.execline.specifiers import HostFacts, UnitFacts, local_host_facts, specifier_values
 from linting.findings import Finding, Fix, Severity
 from linting.spans import Span
@@ -48,6 +49,14 @@ RUNTIME_VARIABLES = ("INVOCATION_ID", "JOURNAL_STREAM", "SYSTEMD_EXEC_PID")
 # Only for commands that run after the main process exists / for stop commands.
 MAINPID_KEYS = ("ExecStartPost", "ExecReload", "ExecStop", "ExecStopPost")
 STOP_KEYS = ("ExecStop", "ExecStopPost")
+# RuntimeDirectory= & co.: the variable systemd sets and the base of a system service's paths.
+EXEC_DIRECTORIES = (
+    ("RuntimeDirectory", "RUNTIME_DIRECTORY", "/run"),
+    ("StateDirectory", "STATE_DIRECTORY", "/var/lib"),
+    ("CacheDirectory", "CACHE_DIRECTORY", "/var/cache"),
+    ("LogsDirectory", "LOGS_DIRECTORY", "/var/log"),
+    ("ConfigurationDirectory", "CONFIGURATION_DIRECTORY", "/etc"),
+)
 
 
 @dataclass
@@ -170,22 +179,9 @@ class UnitContext:
                 EXIT_CODE="<EXIT_CODE>",
                 EXIT_STATUS="<EXIT_STATUS>",
             )
-        for kind, var in (
-            ("RuntimeDirectory", "RUNTIME_DIRECTORY"),
-            ("StateDirectory", "STATE_DIRECTORY"),
-            ("CacheDirectory", "CACHE_DIRECTORY"),
-            ("LogsDirectory", "LOGS_DIRECTORY"),
-            ("ConfigurationDirectory", "CONFIGURATION_DIRECTORY"),
-        ):
+        for kind, var, base in EXEC_DIRECTORIES:
             dirs = self.unit.effective_list("Service", kind)
             if dirs:
-                base = {
-                    "RuntimeDirectory": "/run",
-                    "StateDirectory": "/var/lib",
-                    "CacheDirectory": "/var/cache",
-                    "LogsDirectory": "/var/log",
-                    "ConfigurationDirectory": "/etc",
-                }[kind]
                 names = [w for a in dirs for w in a.value.text.split()]
                 env[var] = ":".join(f"{base}/{n.split(':')[0]}" for n in names)
         term = self._term()
@@ -333,21 +329,14 @@ class RunContext:
         unit.add(*args, **kwargs)  # type: ignore[arg-type]
 
 
-def iter_assignments(unit: UnitFile, section: str, keys: Iterable[str]) -> Iterable[Assignment]:
-    wanted = set(keys)
-    return (a for a in unit.assignments if a.section == section and a.name in wanted)
-
-
-def load_word(command: Command, word_index: int):  # -> Word
+def load_word(command: Command, word_index: int) -> Word:
     """The raw (unquoted, pre-specifier) word behind load-time argv[word_index]."""
     offset = 1 if "@" in command.command.prefixes else 0
     return command.command.words[word_index + offset]
 
 
-def shell_script(command: Command):  # -> tuple[ShellInvocation, ExpandedArg] | None
+def shell_script(command: Command) -> tuple[ShellInvocation, ExpandedArg] | None:
     """The `-c` script of a shell command, as the shell receives it."""
-    from linting.execline.shells import find_shell_script
-
     found = find_shell_script(command.argv)
     if found is None:
         return None

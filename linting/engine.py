@@ -144,11 +144,11 @@ def _drain(check: Callable[[RunContext], Iterable[Finding]], run: RunContext) ->
 
 
 def _active(code: str, options: LintOptions) -> bool:
-    """Is a rule on? The ShellCheck runner ("SC") is on whenever any SC code may be."""
+    """Is a rule on? The ShellCheck runner ("SC") is on whenever any SC code may be: all
+    of them (`--select S`, `SC`, `ALL` or no --select) or one named in --select."""
     if code == "SC":
-        if not options.select:
-            return not any(p.upper() == "SC" for p in options.ignore)
-        return any(p.upper().startswith("SC") or p.upper() == "ALL" for p in options.select)
+        named = (p.upper() for p in options.select if p.upper().startswith("SC"))
+        return any(selected(c, options.select, options.ignore) for c in ("SC", *named))
     return selected(code, options.select, options.ignore)
 
 

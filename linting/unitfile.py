@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from linting.spans import LineOrigins, Pos, Span, Traced
@@ -70,7 +71,7 @@ class SourceFile:
     path: str
     text: str
 
-    @property
+    @cached_property
     def lines(self) -> list[str]:
         return self.text.split("\n")
 
@@ -128,6 +129,24 @@ class UnitFile:
     def last_value(self, section: str, key: str) -> str | None:
         a = self.last(section, key)
         return a.value.text if a is not None and a.value.text != "" else None
+
+    def anchor(self, section: str) -> tuple[Span, str]:
+        """Where a finding about a whole section points, and in which file: the section's
+        first header, else the first header of all, else line 1 of the unit."""
+        header = next((h for h in self.headers if h.name == section), None)
+        if header is None and self.headers:
+            header = self.headers[0]
+        if header is None:
+            return Span(Pos(1, 1), Pos(1, 2)), self.path
+        return header.span, header.path
+
+    def text_at(self, path: str, span: Span) -> str | None:
+        """What file `path` holds under a single-line `span` (None for a span over several
+        lines or a file that is not part of this unit)."""
+        source = self.sources.get(path)
+        if source is None or span.start.line != span.end.line:
+            return None
+        return source.line(span.start.line)[span.start.column - 1 : span.end.column - 1]
 
     def is_disabled(self, code: str, span: Span, path: str) -> bool:
         codes = self.disabled.get((path, span.start.line))
@@ -240,7 +259,7 @@ def parse_text(text: str, path: str, unit: UnitFile | None = None) -> UnitFile:
             continue
         if line.text.startswith("["):
             name = line[1:-1]
-            if not line.text.endswith("]") or not _string_is_safe(name.text):
+            if not line.text.endswith("]") or not string_is_safe(name.text):
                 what = "Invalid" if not line.text.endswith("]") else "Bad characters in"
                 consequence = (
                     "systemd reads no further in this drop-in"
@@ -289,7 +308,7 @@ def parse_text(text: str, path: str, unit: UnitFile | None = None) -> UnitFile:
     return unit
 
 
-def _string_is_safe(text: str) -> bool:
+def string_is_safe(text: str) -> bool:
     """`string_is_safe()` (src/basic/string-util.c): no control characters, quotes or
     backslashes."""
     return not any(ch < " " or ch in "\x7f\"'\\" for ch in text)

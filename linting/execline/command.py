@@ -17,6 +17,7 @@ from linting.execline.environment import Substitution, expand_word
 from linting.execline.extract_word import WHITESPACE, ExtractError, Word, extract_first_word
 from linting.execline.specifiers import SpecifierError, resolve
 from linting.spans import Span, Traced
+from linting.unitfile import string_is_safe
 
 EXEC_KEYS = (
     "ExecCondition",
@@ -95,10 +96,6 @@ def _split_prefixes(word: str, version: int) -> tuple[str, str]:
     return prefixes, word[len(prefixes) :]
 
 
-def _string_is_safe(path: str) -> bool:
-    return not any(("\0" < ch < " ") or ch in "\"'\\\x7f" for ch in path)
-
-
 def _filename_is_valid(name: str) -> bool:
     return bool(name) and name not in (".", "..") and "/" not in name and len(name) <= 255
 
@@ -162,7 +159,7 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
         if not path:
             fail("empty-path", "Empty path in command line", word_span, ignore)
             return line
-        if not _string_is_safe(path):
+        if not string_is_safe(path):
             fail("unsafe-path", "Executable name contains special characters", word_span, ignore)
             return line
         if path.endswith("/"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import platform
 import pwd
+import re
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
@@ -31,9 +32,6 @@ KNOWN_SPECIFIERS: dict[int, frozenset[str]] = {
 DEPRECATED_SPECIFIERS: dict[int, frozenset[str]] = {
     int(v): frozenset(t["deprecated"]) for v, t in _TABLES.items() if v.isdigit()
 }
-# Specifiers whose value depends on the host, the boot or the user running the service:
-# inside a shell script they are almost always a mistake for the shell's own `%`.
-HOST_DEPENDENT = frozenset("aAbBHlmMoqvwWgGuUhs")
 
 
 @cache
@@ -113,14 +111,18 @@ def _user_fields(user: str | None) -> tuple[str, str, str, str]:
     return entry.pw_name, str(entry.pw_uid), entry.pw_dir, entry.pw_shell
 
 
+_HEX_ESCAPE = re.compile(r"\\x[0-9a-fA-F]{2}")
+
+
 def _unescape_unit_part(text: str) -> str:
-    """`unit_name_unescape()`: `-` → `/`, `\\xHH` → byte."""
+    """`unit_name_unescape()`: `-` → `/`, `\\xHH` → byte. systemd fails on a malformed
+    escape (`\\xzz`); we keep it as written rather than guess."""
     out = []
     i = 0
     while i < len(text):
         if text[i] == "-":
             out.append("/")
-        elif text[i] == "\\" and text[i + 1 : i + 2] == "x" and len(text) >= i + 4:
+        elif text[i] == "\\" and _HEX_ESCAPE.match(text, i):
             out.append(chr(int(text[i + 2 : i + 4], 16)))
             i += 3
         else:

@@ -111,12 +111,12 @@ def estimate_loops(script: str) -> list[LoopEstimate]:
 
 def estimate_script(script: str) -> tuple[float | None, list[LoopEstimate]]:
     """(worst-case seconds, loops); None when some loop is unbounded. A top-level
-    `timeout N` caps the whole script."""
+    `timeout N` caps the whole script (one inside a loop bounds a command, not the loop)."""
     loops = estimate_loops(script)
     outside = script
     for loop in sorted(loops, key=lambda item: item.start, reverse=True):
         outside = outside[: loop.start] + outside[loop.end :]
-    cap = _TIMEOUT.search(script)
+    cap = _TIMEOUT.search(outside)
     if any(loop.worst_case is None for loop in loops):
         total: float | None = None
     else:

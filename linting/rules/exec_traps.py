@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from linting.context import Command, UnitContext, load_word, shell_script
-from linting.execline.environment import is_valid_name
+from linting.context import UnitContext, load_word, shell_script
 from linting.execline.specifiers import find_specifiers
 from linting.findings import Edit, Finding, Fix, Severity
 from linting.rules.registry import register
@@ -26,11 +25,7 @@ def _script_defines(script: str, name: str) -> bool:
 def _insert_at(ctx: UnitContext, pos: Pos, path: str, char: str, expect: str) -> Edit | None:
     """An insertion of `char` before file position `pos`, only if the file really has
     `expect` there (text from a specifier or an escape has no 1:1 position)."""
-    source = ctx.unit.sources.get(path)
-    if source is None:
-        return None
-    line = source.line(pos.line)
-    if line[pos.column - 1 : pos.column] != expect:
+    if ctx.unit.text_at(path, Span.at(pos, len(expect))) != expect:
         return None
     return Edit(Span(pos, pos), char)
 
@@ -216,12 +211,10 @@ def check_braced_multi(ctx: UnitContext) -> Iterator[Finding]:
                 continue
             raw = load_word(cmd, index)
             fix = None
-            source = ctx.unit.sources.get(cmd.assignment.path)
             span = word.span()
-            if source is not None and span.start.line == span.end.line:
-                text = source.line(span.start.line)[span.start.column - 1 : span.end.column - 1]
-                if text == "${" + sub.name + "}" and raw.value.text == text:
-                    fix = Fix(f"Use `${sub.name}`", (Edit(span, "$" + sub.name),))
+            text = ctx.unit.text_at(cmd.assignment.path, span)
+            if text == "${" + sub.name + "}" and raw.value.text == text:
+                fix = Fix(f"Use `${sub.name}`", (Edit(span, "$" + sub.name),))
             ctx.add(
                 "EX203",
                 span,
@@ -270,7 +263,7 @@ def check_unset_braced(ctx: UnitContext) -> Iterator[Finding]:
         for index, sub in cmd.substitutions:
             if not sub.braced or sub.value is not None or index == script_word:
                 continue
-            if is_valid_name(sub.name) and ctx.has_unknown_environment:
+            if sub.valid_name and ctx.has_unknown_environment:
                 continue
             word = cmd.command.argv[index]
             result = word.text[: sub.start] + word.text[sub.end :]
@@ -406,7 +399,3 @@ def check_nested_quotes(ctx: UnitContext) -> Iterator[Finding]:
                     )
                     break
     return iter(())
-
-
-def _unused(_: Command) -> None:  # keeps imports honest for type checkers
-    return None

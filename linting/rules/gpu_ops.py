@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from linting.context import UnitContext, VllmCommand, shell_script
+from linting.context import Command, UnitContext, VllmCommand, shell_script
 from linting.execline.waitloops import estimate_script
 from linting.findings import Finding, Severity
 from linting.rules.registry import register
-from linting.spans import Span
+from linting.spans import Span, Traced, join
 from linting.systemd.values import USEC_INFINITY, USEC_PER_SEC, ValueProblem, parse_time
 
 DEFAULT_TIMEOUT_SEC = 90.0  # DefaultTimeoutStartSec= / DefaultTimeoutStopSec= (systemd-system.conf)
@@ -23,11 +23,12 @@ def vllm_commands(ctx: UnitContext) -> list[VllmCommand]:
 
 def _seconds(ctx: UnitContext, *keys: str) -> tuple[float | None, Span | None]:
     """The timeout in effect from the last of `keys` (later keys override earlier ones in
-    file order); (None, span) for "infinity"/0, (default, None) when unset or invalid."""
+    file order); (None, span) for "infinity"/0, (default, None) when unset or invalid.
+
+    An assignment systemd cannot parse is ignored and the one before it stays in force; an
+    empty value is no reset for these keys (parse_sec_fix_0() and parse_sec() refuse "")."""
     found = [a for a in ctx.unit.assignments if a.section == "Service" and a.name in keys]
     for a in reversed(found):
-        if a.value.text == "":
-            return DEFAULT_TIMEOUT_SEC, None
         parsed = parse_time(a.value.text)
         if isinstance(parsed, ValueProblem):
             continue
@@ -41,17 +42,6 @@ def _fmt(seconds: float) -> str:
     if seconds >= 120 and seconds % 60 == 0:
         return f"{int(seconds // 60)} min"
     return f"{seconds:g} s"
-
-
-def _service_anchor(ctx: UnitContext) -> Span:
-    for header in ctx.unit.headers:
-        if header.name == "Service":
-            return header.span
-    return (
-        ctx.unit.headers[0].span
-        if ctx.unit.headers
-        else Span.at(ctx.unit.assignments[0].key.origins[0])
-    )
 
 
 @register(
@@ -254,13 +244,16 @@ def check_restart(ctx: UnitContext) -> Iterator[Finding]:
     restart = ctx.unit.last("Service", "Restart")
     if restart is not None and restart.value.text not in ("", "no"):
         return iter(())
-    span = restart.value.span(fallback=restart.key.span()) if restart else _service_anchor(ctx)
+    if restart is None:
+        span, path = ctx.unit.anchor("Service")
+    else:
+        span, path = restart.value.span(fallback=restart.key.span()), restart.path
     ctx.add(
         "OP404",
         span,
         "no Restart= policy: if vLLM crashes the endpoint stays down; add "
         "Restart=on-failure with RestartSec=",
-        path=restart.path if restart else None,
+        path=path,
     )
     return iter(())
 
@@ -368,11 +361,25 @@ def check_fixed_sleep(ctx: UnitContext) -> Iterator[Finding]:
 _GPU_SELECT = re.compile(r"nvidia-smi\b[^|;&\n]*?(?:\s-i\s*|\s--id[= ])([0-9][0-9,\s]*)")
 
 
+def visible_gpu_count(value: str) -> int:
+    """How many GPUs CUDA exposes for a CUDA_VISIBLE_DEVICES value: entries are indices
+    or `GPU-…`/`MIG-…` UUIDs; CUDA stops at the first entry it cannot parse, and `-1`
+    (any negative index) hides everything after it."""
+    count = 0
+    for raw in value.split(","):
+        item = raw.strip()
+        if item.isdigit() or item.startswith(("GPU-", "MIG-")):
+            count += 1
+            continue
+        break
+    return count
+
+
 def gpus_in_use(ctx: UnitContext) -> int | None:
     """How many GPUs the unit uses: CUDA_VISIBLE_DEVICES, else --tensor-parallel-size."""
     visible = ctx.environment.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible.value.strip():
-        return len([d for d in visible.value.split(",") if d.strip()])
+        return visible_gpu_count(visible.value)
     for vc in vllm_commands(ctx):
         size = vc.args.int_value("tensor_parallel_size")
         if size:
@@ -388,7 +395,8 @@ def gpus_in_use(ctx: UnitContext) -> int | None:
     A GPU check that looks at fewer GPUs than the service uses.
 
     What it does:
-    Finds `nvidia-smi -i LIST` / `--id=LIST` in `ExecStartPre=`/`ExecStopPost=` scripts and
+    Finds `nvidia-smi -i LIST` / `--id=LIST` in `ExecStartPre=`, `ExecStartPost=`,
+    `ExecStop=` and `ExecStopPost=` commands (run directly or inside `bash -c` scripts) and
     compares the number of GPUs in LIST with `CUDA_VISIBLE_DEVICES` (or
     `--tensor-parallel-size`).
 
@@ -417,18 +425,29 @@ def check_gpu_subset(ctx: UnitContext) -> Iterator[Finding]:
         if cmd.key not in ("ExecStartPre", "ExecStopPost", "ExecStartPost", "ExecStop"):
             continue
         found = shell_script(cmd)
-        text = found[1].value if found else None
-        candidates = [text] if text is not None else [a.value for a in cmd.args]
-        for traced in candidates:
-            for m in _GPU_SELECT.finditer(traced.text):
-                ids = [x for x in re.split(r"[,\s]+", m.group(1).strip()) if x]
-                if len(ids) >= total:
-                    continue
-                ctx.add(
-                    "OP407",
-                    traced.span(m.start(1), m.start(1) + len(m.group(1).rstrip())),
-                    f"this check looks at GPU(s) {','.join(ids)} only, but the service uses "
-                    f"{total} GPUs: leftovers on the others go unnoticed",
-                    path=cmd.assignment.path,
-                )
+        traced = found[1].value if found else _command_line(cmd)
+        for m in _GPU_SELECT.finditer(traced.text):
+            ids = [x for x in re.split(r"[,\s]+", m.group(1).strip()) if x]
+            if len(ids) >= total:
+                continue
+            ctx.add(
+                "OP407",
+                traced.span(m.start(1), m.start(1) + len(m.group(1).rstrip())),
+                f"this check looks at GPU(s) {','.join(ids)} only, but the service uses "
+                f"{total} GPUs: leftovers on the others go unnoticed",
+                path=cmd.assignment.path,
+            )
     return iter(())
+
+
+def _command_line(cmd: Command) -> Traced:
+    """The argv joined with blanks, like a shell line (`nvidia-smi -i 0,1 …`), every
+    character still pointing into the file (a blank at the end of the word before it)."""
+    parts: list[Traced] = []
+    last = cmd.assignment.value.origins[0]
+    for arg in cmd.args:
+        if parts:
+            parts.append(Traced(" ", (last,)))
+        parts.append(arg.value)
+        last = arg.value.origins[-1] if arg.value.origins else last
+    return join(parts)

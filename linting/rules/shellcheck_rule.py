@@ -52,27 +52,40 @@ _LEVELS = {
 def check_shell_scripts(run: RunContext) -> Iterator[Finding]:
     if not run.options.shellcheck:
         return iter(())
-    from linting.shell.shellcheck import ShellCheckUnavailable, ShellScript, check_scripts
+    from linting.shell.shellcheck import (
+        ShellCheckFailed,
+        ShellCheckUnavailable,
+        ShellScript,
+        check_scripts,
+        dialect_for,
+    )
 
     jobs: list[tuple[UnitContext, str, ShellScript]] = []
     for ctx in run.units:
-        exported = tuple(sorted(ctx.environment))
         for cmd in ctx.commands:
             found = shell_script(cmd)
             if found is None:
                 continue
             shell, arg = found
-            jobs.append((ctx, cmd.assignment.path, ShellScript(arg.value, shell.dialect, exported)))
+            # `mksh` is a shell we recognise but not a ShellCheck dialect: check it as ksh.
+            dialect = dialect_for(shell.dialect)
+            if dialect is None:
+                continue
+            exported = tuple(sorted(ctx.environment))
+            jobs.append((ctx, cmd.assignment.path, ShellScript(arg.value, dialect, exported)))
     if not jobs:
         return iter(())
     try:
         results = check_scripts([job[2] for job in jobs])
-    except ShellCheckUnavailable as exc:
+    except (ShellCheckUnavailable, ShellCheckFailed) as exc:
+        # One note instead of a crash of the whole lint run (the other rules' findings
+        # still matter); it says the scripts went unchecked and why.
         ctx, path, _ = jobs[0]
+        what = "is not available" if isinstance(exc, ShellCheckUnavailable) else "failed"
         ctx.add(
             "SC",
             ctx.unit.headers[0].span if ctx.unit.headers else jobs[0][2].text.span(),
-            f"ShellCheck is not available, embedded scripts were not checked: {exc}",
+            f"ShellCheck {what}, embedded scripts were not checked: {exc}",
             path=path,
             severity=Severity.INFO,
             name="shellcheck-unavailable",

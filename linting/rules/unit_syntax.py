@@ -320,8 +320,7 @@ def check_exec_problems(ctx: UnitContext) -> Iterator[Finding]:
             )
             message = problem.message
             if problem.kind == "unknown-escape":
-                source = ctx.unit.sources[assignment.path].line(problem.span.start.line)
-                seq = source[problem.span.start.column - 1 : problem.span.end.column - 1]
+                seq = ctx.unit.text_at(assignment.path, problem.span) or "\\"
                 message = (
                     f"unknown escape sequence `{seq}`: systemd keeps the backslash and the "
                     f"character as written (write `\\\\` for a backslash)"
@@ -544,15 +543,7 @@ def check_missing_exec_start(ctx: UnitContext) -> Iterator[Finding]:
     keys = {c.key for c in ctx.commands}
     if keys & {"ExecStart", "ExecStop"} or unit.last_value("Unit", "SuccessAction"):
         return iter(())
-    header = next((h for h in unit.headers if h.name == "Service"), None)
-    if header is None:
-        header = unit.headers[0] if unit.headers else None
-    if header is None:
-        from linting.spans import Pos, Span
-
-        anchor, path = Span(Pos(1, 1), Pos(1, 2)), None
-    else:
-        anchor, path = header.span, header.path
+    anchor, path = unit.anchor("Service")
     ctx.add(
         "SD112",
         anchor,

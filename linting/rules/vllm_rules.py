@@ -15,6 +15,7 @@ from typing import Any
 
 from linting.context import RunContext, UnitContext, VllmCommand
 from linting.findings import Finding, Severity
+from linting.rules.gpu_ops import visible_gpu_count
 from linting.rules.registry import register
 from linting.spans import Span, Traced
 from linting.vllm.catalog import (
@@ -27,10 +28,8 @@ from linting.vllm.invocation import (
     DEFAULT_PORT,
     ArgProblem,
     SpecEntry,
-    SpecSource,
+    SpecView,
     point,
-    shorthand_entries,
-    speculative_sources,
 )
 
 # When each kind of mistake hits (DESIGN.md "vLLM"): argparse errors exit with status 2
@@ -41,12 +40,8 @@ AT_ENGINE = "when it builds the engine config (after argument parsing)"
 NGRAM_DEFAULT_LOOKUP = 5  # vllm/config/speculative.py:251 in 0.11.0 (same in 0.8.5..0.33)
 
 
-def vllm_commands(ctx: UnitContext) -> list[VllmCommand]:
-    return ctx.vllm_commands
-
-
 def _problems(ctx: UnitContext, *kinds: str) -> Iterator[tuple[VllmCommand, ArgProblem]]:
-    for vc in vllm_commands(ctx):
+    for vc in ctx.vllm_commands:
         for problem in vc.args.problems:
             if problem.kind in kinds:
                 yield vc, problem
@@ -64,53 +59,6 @@ def _shown(value: Any) -> str:
 
 
 # -- the effective speculative config ----------------------------------------------------
-
-
-@dataclass
-class SpecView:
-    """The speculative config vLLM builds, with where each key was written."""
-
-    source: SpecSource
-    entries: dict[str, SpecEntry]  # normalised key -> entry (last one wins)
-    shorthand: list[tuple[SpecEntry, str]]  # (entry, flag) from 0.33's --spec-* flags
-
-    def get(self, key: str) -> Any:
-        entry = self.entries.get(key)
-        return None if entry is None else entry.value
-
-    @property
-    def as_dict(self) -> dict[str, Any]:
-        return {k: e.value for k, e in self.entries.items()}
-
-
-def spec_view(vc: VllmCommand) -> SpecView | None:
-    """The last `--speculative-config` (argparse keeps the last value), with 0.33's
-    `--spec-*` shorthands merged in (vllm/engine/arg_utils.py:2108 in 0.33.0)."""
-    sources = [s for s in speculative_sources(vc.args) if s.error is None and not s.not_object]
-    shorthands = list(shorthand_entries(vc.args))
-    if not sources and not shorthands:
-        return None
-    source = sources[-1] if sources else SpecSource(None, [], "json")
-    spec = vc.args.catalog.speculative_config
-    entries: dict[str, SpecEntry] = {}
-    for entry in source.entries:
-        # 0.33 rewrites `-` to `_` in keys (vllm/engine/arg_utils.py:2126 in 0.33.0).
-        key = entry.key.replace("-", "_") if spec.dash_keys_normalised else entry.key
-        entries[key] = entry
-    merged: list[tuple[SpecEntry, str]] = []
-    for option, key in shorthands:
-        assert option.value is not None
-        value: Any = option.value.text
-        if option.spec.type == "int":
-            try:
-                value = int(value)
-            except ValueError:
-                continue  # reported by VL323
-        entry = SpecEntry(key, value, option.key, option.value, "shorthand")
-        merged.append((entry, option.match.name))
-        if key not in entries:
-            entries[key] = entry
-    return SpecView(source, entries, merged)
 
 
 def _known_fields(catalog: VllmCatalog) -> list[str]:
@@ -187,8 +135,8 @@ def _spec_data(view: SpecView) -> dict[str, Any]:
     """,
 )
 def check_spec_json(ctx: UnitContext) -> Iterator[Finding]:
-    for vc in vllm_commands(ctx):
-        for source in speculative_sources(vc.args):
+    for vc in ctx.vllm_commands:
+        for source in vc.args.speculative_sources:
             option = source.option
             if option is None or option.value is None:
                 continue
@@ -220,12 +168,8 @@ def check_spec_json(ctx: UnitContext) -> Iterator[Finding]:
 
 def _quote_hint(ctx: UnitContext, vc: VllmCommand, value: Traced) -> str:
     """Explain nested double quotes when the file shows more `"` than vLLM received."""
-    span = value.span()
-    source = ctx.unit.sources.get(vc.path)
-    if source is None or span.start.line != span.end.line:
-        return ""
-    written = source.line(span.start.line)[span.start.column - 1 : span.end.column - 1]
-    if written.count('"') > value.text.count('"'):
+    written = ctx.unit.text_at(vc.path, value.span())
+    if written is not None and written.count('"') > value.text.count('"'):
         return (
             "; systemd treated the inner double quotes as the end and start of quoting and "
             "removed them: put the JSON in single quotes"
@@ -267,8 +211,8 @@ def _quote_hint(ctx: UnitContext, vc: VllmCommand, value: Traced) -> str:
     """,
 )
 def check_spec_unknown_keys(ctx: UnitContext) -> Iterator[Finding]:
-    for vc in vllm_commands(ctx):
-        view = spec_view(vc)
+    for vc in ctx.vllm_commands:
+        view = vc.args.spec_view
         if view is None:
             continue
         catalog = vc.args.catalog
@@ -363,8 +307,8 @@ def _versions_accepting(method: str) -> list[str]:
     """,
 )
 def check_spec_method(ctx: UnitContext) -> Iterator[Finding]:
-    for vc in vllm_commands(ctx):
-        view = spec_view(vc)
+    for vc in ctx.vllm_commands:
+        view = vc.args.spec_view
         if view is None or "method" not in view.entries:
             continue
         entry = view.entries["method"]
@@ -434,8 +378,8 @@ def check_spec_method(ctx: UnitContext) -> Iterator[Finding]:
     """,
 )
 def check_spec_method_deprecated(ctx: UnitContext) -> Iterator[Finding]:
-    for vc in vllm_commands(ctx):
-        view = spec_view(vc)
+    for vc in ctx.vllm_commands:
+        view = vc.args.spec_view
         catalog = vc.args.catalog
         if view is None or catalog.speculative_config.unknown_keys == "type_error":
             continue  # 0.8.5 has no `mtp` method to rewrite to
@@ -489,8 +433,8 @@ def check_spec_method_deprecated(ctx: UnitContext) -> Iterator[Finding]:
     """,
 )
 def check_spec_values(ctx: UnitContext) -> Iterator[Finding]:
-    for vc in vllm_commands(ctx):
-        view = spec_view(vc)
+    for vc in ctx.vllm_commands:
+        view = vc.args.spec_view
         if view is None:
             continue
         catalog = vc.args.catalog
@@ -638,8 +582,8 @@ def _check_ranges(ctx: UnitContext, vc: VllmCommand, view: SpecView, bad: set[st
     """,
 )
 def check_spec_tp(ctx: UnitContext) -> Iterator[Finding]:
-    for vc in vllm_commands(ctx):
-        view = spec_view(vc)
+    for vc in ctx.vllm_commands:
+        view = vc.args.spec_view
         if view is None or "tensor_parallel_size" not in view.entries:
             continue
         entry = view.entries["tensor_parallel_size"]
@@ -744,8 +688,8 @@ def check_removed_flags(ctx: UnitContext) -> Iterator[Finding]:
     """,
 )
 def check_shorthand_conflict(ctx: UnitContext) -> Iterator[Finding]:
-    for vc in vllm_commands(ctx):
-        view = spec_view(vc)
+    for vc in ctx.vllm_commands:
+        view = vc.args.spec_view
         if view is None:
             continue
         # The check uses the keys as written, before 0.33's `-`→`_` rewrite
@@ -797,8 +741,8 @@ def check_shorthand_conflict(ctx: UnitContext) -> Iterator[Finding]:
     """,
 )
 def check_spec_overridden(ctx: UnitContext) -> Iterator[Finding]:
-    for vc in vllm_commands(ctx):
-        sources = speculative_sources(vc.args)
+    for vc in ctx.vllm_commands:
+        sources = vc.args.speculative_sources
         if len(sources) < 2:
             continue
         winner = sources[-1]
@@ -943,7 +887,7 @@ def check_choices(ctx: UnitContext) -> Iterator[Finding]:
     """,
 )
 def check_gpu_memory(ctx: UnitContext) -> Iterator[Finding]:
-    for vc in vllm_commands(ctx):
+    for vc in ctx.vllm_commands:
         for option in vc.args.all("gpu_memory_utilization"):
             if option.value is None:
                 continue
@@ -1162,20 +1106,6 @@ def check_extra_positionals(ctx: UnitContext) -> Iterator[Finding]:
 # -- VL324 -------------------------------------------------------------------------------
 
 
-def visible_gpu_count(value: str) -> int:
-    """How many GPUs CUDA exposes for a CUDA_VISIBLE_DEVICES value: entries are indices
-    or `GPU-…`/`MIG-…` UUIDs; CUDA stops at the first entry it cannot parse, and `-1`
-    (any negative index) hides everything after it."""
-    count = 0
-    for raw in value.split(","):
-        item = raw.strip()
-        if item.isdigit() or item.startswith(("GPU-", "MIG-")):
-            count += 1
-            continue
-        break
-    return count
-
-
 @register(
     "VL324",
     "tensor-parallel-exceeds-visible-gpus",
@@ -1213,7 +1143,7 @@ def check_visible_gpus(ctx: UnitContext) -> Iterator[Finding]:
     if var is None:
         return iter(())
     visible = visible_gpu_count(var.value)
-    for vc in vllm_commands(ctx):
+    for vc in ctx.vllm_commands:
         args = vc.args
         tp = args.int_value("tensor_parallel_size") or 1
         pp = args.int_value("pipeline_parallel_size") or 1
@@ -1280,7 +1210,7 @@ class _Listener:
 
 
 def _listeners(ctx: UnitContext) -> Iterator[_Listener]:
-    for vc in vllm_commands(ctx):
+    for vc in ctx.vllm_commands:
         if vc.command.key != "ExecStart":
             continue
         args = vc.args

@@ -131,6 +131,8 @@ class ParserRules:
     model_option: str  # error | moved_to_positional | allowed
     dash_o_rewrite: str | None
     source: str
+    # A dotted key's value that is not JSON goes through human_readable_int (0.33).
+    dotted_values_human_int: bool = False
 
 
 @dataclass(frozen=True)
@@ -299,6 +301,7 @@ def _parse(data: dict[str, Any]) -> VllmCatalog:
         model_option=p["model_option"],
         dash_o_rewrite=p.get("dash_O_rewrite"),
         source=p["source"],
+        dotted_values_human_int=p.get("dotted_values_human_int", False),
     )
     runtime = {k: tuple(v["values"]) for k, v in data.get("runtime_choices", {}).items()}
     return VllmCatalog(

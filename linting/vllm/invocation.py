@@ -13,11 +13,11 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cached_property
 from typing import Any
 
 from linting.spans import Pos, Span, Traced
-from linting.vllm.catalog import CATALOG_DIR, FlagMatch, FlagSpec, VllmCatalog, _version_key
+from linting.vllm.catalog import FlagMatch, FlagSpec, VllmCatalog, _version_key
 from linting.vllm.detect import VllmInvocation, find_vllm
 
 # argparse's `_negative_number_matcher`: such words are values, not options, because no
@@ -106,6 +106,16 @@ class VllmArgs:
         """argparse keeps the last occurrence of a plain option."""
         found = [o for o in self.all(dest) if not o.match.json_path]
         return found[-1] if found else None
+
+    @cached_property
+    def speculative_sources(self) -> list[SpecSource]:
+        """Every `--speculative-config` value in the order argparse sees them."""
+        return _speculative_sources(self)
+
+    @cached_property
+    def spec_view(self) -> SpecView | None:
+        """The speculative config vLLM builds (None when the command sets none)."""
+        return _spec_view(self)
 
     def int_value(self, dest: str) -> int | None:
         """The integer argparse stores for `dest`, or None if absent or unparsable."""
@@ -505,7 +515,7 @@ def json_object_entries(text: Traced) -> list[SpecEntry]:
     return entries
 
 
-def speculative_sources(args: VllmArgs) -> list[SpecSource]:
+def _speculative_sources(args: VllmArgs) -> list[SpecSource]:
     """Every `--speculative-config` value in the order argparse sees them.
 
     From 0.11 the dotted form (`--speculative-config.method ngram`) is folded into one JSON
@@ -553,7 +563,7 @@ def _dotted_value(text: str, args: VllmArgs) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError:
-        if _raw_parser_rules(args.catalog.version).get("dotted_values_human_int"):
+        if args.catalog.parser.dotted_values_human_int:
             try:
                 return parse_human_int(text, args.catalog.version)
             except ValueError:
@@ -561,12 +571,51 @@ def _dotted_value(text: str, args: VllmArgs) -> Any:
         return text
 
 
-@cache
-def _raw_parser_rules(version: str) -> dict[str, Any]:
-    """Parser facts the catalog loader does not expose yet (`dotted_values_human_int`)."""
-    path = CATALOG_DIR / f"vllm-{version}.json"
-    with path.open(encoding="utf-8") as fh:
-        return dict(json.load(fh).get("parser", {}))
+@dataclass
+class SpecView:
+    """The speculative config vLLM builds, with where each key was written."""
+
+    source: SpecSource
+    entries: dict[str, SpecEntry]  # normalised key -> entry (last one wins)
+    shorthand: list[tuple[SpecEntry, str]]  # (entry, flag) from 0.33's --spec-* flags
+
+    def get(self, key: str) -> Any:
+        entry = self.entries.get(key)
+        return None if entry is None else entry.value
+
+    @property
+    def as_dict(self) -> dict[str, Any]:
+        return {k: e.value for k, e in self.entries.items()}
+
+
+def _spec_view(args: VllmArgs) -> SpecView | None:
+    """The last `--speculative-config` (argparse keeps the last value), with 0.33's
+    `--spec-*` shorthands merged in (vllm/engine/arg_utils.py:2108 in 0.33.0)."""
+    sources = [s for s in args.speculative_sources if s.error is None and not s.not_object]
+    shorthands = list(shorthand_entries(args))
+    if not sources and not shorthands:
+        return None
+    source = sources[-1] if sources else SpecSource(None, [], "json")
+    spec = args.catalog.speculative_config
+    entries: dict[str, SpecEntry] = {}
+    for entry in source.entries:
+        # 0.33 rewrites `-` to `_` in keys (vllm/engine/arg_utils.py:2126 in 0.33.0).
+        key = entry.key.replace("-", "_") if spec.dash_keys_normalised else entry.key
+        entries[key] = entry
+    merged: list[tuple[SpecEntry, str]] = []
+    for option, key in shorthands:
+        assert option.value is not None
+        value: Any = option.value.text
+        if option.spec.type == "int":
+            try:
+                value = int(value)
+            except ValueError:
+                continue  # reported by VL323
+        entry = SpecEntry(key, value, option.key, option.value, "shorthand")
+        merged.append((entry, option.match.name))
+        if key not in entries:
+            entries[key] = entry
+    return SpecView(source, entries, merged)
 
 
 def shorthand_entries(args: VllmArgs) -> Iterator[tuple[ParsedOption, str]]:

@@ -166,6 +166,25 @@ def test_select_and_ignore(units: Path) -> None:
     assert "EX201" not in codes and not any(c.startswith("SC") for c in codes)
 
 
+@pytest.mark.parametrize(
+    ("select", "ignore", "shellcheck_runs"),
+    [
+        ((), (), True),
+        (("S",), (), True),  # a prefix of SD and SC: both families
+        (("SC2086",), ("SC",), True),  # the longer pattern wins, as in ruff
+        (("VL",), (), False),
+        ((), ("SC",), False),
+        ((), ("S",), False),
+        ((), ("SC2086",), True),
+    ],
+)
+def test_shellcheck_runs_when_some_sc_code_is_selected(select, ignore, shellcheck_runs) -> None:
+    from linting.context import LintOptions
+    from linting.engine import _active
+
+    assert _active("SC", LintOptions(select=select, ignore=ignore)) is shellcheck_runs
+
+
 def test_diff_previews_and_fix_applies(units: Path) -> None:
     path = units / "bad.service"
     code, out, _ = lint(str(path), "--diff", "--no-shellcheck")

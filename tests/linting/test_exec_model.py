@@ -15,14 +15,18 @@ from __future__ import annotations
 import pytest
 
 from linting.context import LintOptions, UnitContext
+from linting.engine import lint_text
 from linting.execline.command import ExecLine, expand_command, parse_exec_value
 from linting.execline.environ import parse_environment
 from linting.execline.environment import expand_word, split_value
 from linting.execline.specifiers import (
+    HostFacts,
     SpecifierError,
+    UnitFacts,
     find_specifiers,
     resolve,
     specifier_table,
+    specifier_values,
 )
 from linting.spans import Pos, Traced
 from linting.unitfile import parse_text
@@ -196,6 +200,18 @@ def test_unknown_specifier_makes_the_unit_fail_to_load_in_252(letter):
     assert kinds(line) == ["unknown-specifier"]
     assert line.problems[0].span.start == Pos(1, 13)
     assert line.problems[0].span.end == Pos(1, 15)
+
+
+def test_instance_specifiers_unescape_the_unit_name():
+    values = specifier_values(UnitFacts("vllm@models-kimi\\x2dk2.service"), HostFacts())
+    assert (values["i"], values["I"]) == ("models-kimi\\x2dk2", "models/kimi-k2")
+
+
+def test_malformed_escape_in_the_unit_name_does_not_crash_the_linter():
+    values = specifier_values(UnitFacts("vllm@a\\xzz.service"), HostFacts())
+    assert values["I"] == "a\\xzz"
+    report = lint_text("[Service]\nExecStart=/bin/echo %I\n", "vllm@a\\xzz.service")
+    assert report.files[0].commands[0].argv == ("/bin/echo", "a\\xzz")
 
 
 def test_unknown_specifier_in_the_executable_is_fatal_too():

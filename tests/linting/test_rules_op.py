@@ -85,6 +85,24 @@ def test_op403_enough_start_timeout_is_fine():
     assert lint("[Service]\nTimeoutStartSec=10min\n" + VLLM + LOOP, "OP403") == []
 
 
+def test_op403_timeout_of_a_command_inside_the_loop_does_not_cap_the_loop():
+    loop = LOOP.replace("nvidia-smi", "timeout 5 nvidia-smi")
+    (f,) = lint("[Service]\n" + VLLM + loop, "OP403")
+    assert "at least 5 min (60 × 5 s)" in f.message
+
+
+def test_op403_timeout_around_the_whole_wait_caps_it():
+    pre = "ExecStartPre=/bin/bash -c 'timeout 60 bash -c \"while true; do sleep 5; done\"'\n"
+    assert lint("[Service]\n" + VLLM + pre, "OP403") == []
+
+
+def test_op403_empty_timeout_is_ignored_not_a_reset_to_the_default():
+    # systemd: 'Failed to parse TimeoutStartSec= parameter, ignoring: ' and 10min stays
+    text = "[Service]\nTimeoutStartSec=10min\nTimeoutStartSec=\n" + VLLM + LOOP
+    assert lint(text, "OP403") == []
+    assert len(lint(text, "SD104")) == 1
+
+
 def test_op403_unbounded_loop_is_a_warning():
     text = "[Service]\n" + VLLM + "ExecStartPre=/bin/bash -c 'while true; do sleep 1; done'\n"
     (f,) = lint(text, "OP403")
@@ -108,6 +126,17 @@ def test_op404_no_restart_policy_points_at_service_header():
     (f,) = lint("[Unit]\nDescription=x\n[Service]\n" + VLLM, "OP404")
     assert where(f) == (3, 1, 10)
     assert "Restart=on-failure" in f.message
+
+
+def test_op404_points_at_the_service_header_in_the_dropin(tmp_path: Path):
+    unit = tmp_path / "vllm.service"
+    unit.write_text("[Unit]\nDescription=x\n")
+    (tmp_path / "vllm.service.d").mkdir()
+    dropin = tmp_path / "vllm.service.d" / "run.conf"
+    dropin.write_text("# the command\n[Service]\n" + VLLM)
+    report = lint_paths([str(unit)], LintOptions(shellcheck=False))
+    (f,) = [f for f in report.files[0].findings if f.code == "OP404"]
+    assert (f.path, where(f)) == (str(dropin), (2, 1, 10))
 
 
 def test_op404_restart_no_points_at_the_value():
@@ -176,6 +205,15 @@ def test_op407_gpu_check_covers_a_subset():
     assert where(f) == (4, 42, 49)
     assert "GPU(s) 0,1,2,3 only" in f.message
     assert "8 GPUs" in f.message
+
+
+def test_op407_gpu_check_run_directly_without_a_shell():
+    check = "ExecStartPre=/usr/bin/nvidia-smi -i 0,1 --query-gpu=memory.used\n"
+    text = "[Service]\nEnvironment=CUDA_VISIBLE_DEVICES=0,1,2,3\n" + VLLM + check
+    (f,) = lint(text, "OP407")
+    assert where(f) == (4, 37, 40)
+    assert "GPU(s) 0,1 only" in f.message
+    assert lint(text.replace("-i 0,1 ", "--id=0,1,2,3 "), "OP407") == []
 
 
 def test_op407_tensor_parallel_size_counts_gpus():

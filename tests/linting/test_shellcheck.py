@@ -241,3 +241,34 @@ def test_line_index_clamps_and_splits_on_newline_only() -> None:
     assert index.offset(3, 1) == 9
     assert index.offset(0, 5) == 0
     assert index.position(9) == (2, 6)
+
+
+# --- the SC rule inside a lint run ------------------------------------------------------
+
+
+def lint_codes_and_messages(text: str) -> list[tuple[str, str]]:
+    from linting.engine import lint_text
+
+    report = lint_text(text, "vllm.service")
+    return [(f.code, f.message) for f in report.files[0].findings]
+
+
+def test_mksh_script_in_a_unit_is_checked_as_ksh() -> None:
+    found = lint_codes_and_messages("[Service]\nExecStart=/bin/mksh -c 'echo $$foo'\n")
+    assert any(code == "SC2086" for code, _ in found)
+
+
+def test_a_failing_shellcheck_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    def crashing(argv: list[str], cwd: str, timeout: float) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(argv, 3, "", "internal error")
+
+    monkeypatch.setattr(sc, "run_process", crashing)
+    found = lint_codes_and_messages(
+        "[Service]\nExecStart=/bin/bash -c 'echo $$foo'\nExecStop=/bin/echo ${X}\n"
+    )
+    assert (
+        "SC",
+        "ShellCheck failed, embedded scripts were not checked: shellcheck exited "
+        "with 3: internal error",
+    ) in found
+    assert any(code == "EX204" for code, _ in found)  # the other rules still ran

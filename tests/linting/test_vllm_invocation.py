@@ -14,7 +14,6 @@ from linting.vllm.invocation import (
     parse_human_int,
     parse_vllm_command,
     point,
-    speculative_sources,
 )
 
 
@@ -162,9 +161,15 @@ def test_dotted_keys_are_one_source_after_the_json() -> None:
         '/opt/vllm/bin/vllm serve /m --speculative-config \'{"method": "ngram"}\' '
         "--speculative-config.num_speculative_tokens 5"
     )
-    sources = speculative_sources(args)
+    sources = args.speculative_sources
     assert [s.kind for s in sources] == ["json", "dotted"]
     assert sources[-1].as_dict == {"num_speculative_tokens": 5}
+
+
+@pytest.mark.parametrize(("version", "value"), [("0.33.0", 2000), ("0.16.0", "2k")])
+def test_dotted_value_goes_through_human_readable_int_from_0_33(version, value) -> None:
+    args = parse("/opt/vllm/bin/vllm serve /m --speculative-config.max_model_len 2k", version)
+    assert args.speculative_sources[-1].as_dict == {"max_model_len": value}
 
 
 def test_point_past_the_end_is_just_after_last_char() -> None:
