@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from deploys.models import Host
 from deploys.transports import Transport, TransportError
+from deploys.transports.base import DEFAULT_COMMAND_TIMEOUT
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
-DEFAULT_COMMAND_TIMEOUT = 60.0
 
 
 class HostNotReady(TransportError):

@@ -8,6 +8,7 @@ from django import forms
 
 from deploys.models import DeployRequest, Host
 from deploys.selectors import deployable_hosts, deployable_versions, host_list
+from deploys.services import KEY_MATERIAL_ERROR, looks_like_key_material
 from units.models import ProfileVersion
 from units.names import validate_unit_name
 
@@ -24,6 +25,16 @@ class HostForm(forms.ModelForm):
             "the key itself); leave empty with agent auth",
         }
         labels = {"ssh_port": "SSH port", "key_file": "Key file path"}
+
+    def clean_key_file(self) -> str:
+        key_file = self.cleaned_data["key_file"]
+        if looks_like_key_material(key_file):
+            # Refused here, before any page (the confirm step's hidden fields, this form
+            # shown again with its errors) could carry the key back to the browser.
+            self.data = self.data.copy()
+            self.data["key_file"] = ""
+            raise forms.ValidationError(KEY_MATERIAL_ERROR)
+        return key_file
 
     def service_kwargs(self) -> dict[str, Any]:
         return {f: self.cleaned_data[f] for f in self.Meta.fields}

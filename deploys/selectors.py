@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from deploys.models import DeployRequest, Host, JobStep
+from deploys.transports.push import DEFAULT_UNIT_DIR as UNIT_DIR
+from deploys.transports.push import MAX_UNIT_BYTES, sha256_hex
 from linting.context import LintOptions
 from linting.findings import Finding
 from linting.systemd.catalog import UnknownSystemdVersion
@@ -26,14 +27,8 @@ from units.linting import lint_rendered
 from units.models import ProfileVersion
 from units.rendering import render_unit
 
-UNIT_DIR = "/etc/systemd/system"
-# The same limit push_unit enforces; refused at request time so nothing waits for approval
-# that could never be pushed.
-MAX_UNIT_BYTES = 256 * 1024
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+# MAX_UNIT_BYTES is push_unit's limit, also enforced at request time so nothing waits for
+# approval that could never be pushed.
 
 
 def unit_path(unit_name: str) -> str:

@@ -24,6 +24,7 @@ from audit.services import record
 from deploys.models import DeployRequest, Host
 from deploys.selectors import (
     MAX_UNIT_BYTES,
+    DeployPreview,
     deploy_preview,
     latest_version_number,
     rendered_text,
@@ -65,6 +66,10 @@ def probe_host_key(host: str, port: int, timeout: float) -> HostKeyInfo:
     return _probe_host_key(host, port, timeout)
 
 
+def _audit_host(kind: str, actor: User | None, host: Host, payload: dict[str, Any]) -> None:
+    record(kind=kind, actor=actor, obj=host, host_name=host.name, payload=payload)
+
+
 def _transport_error(action: str, exc: TransportError) -> ValidationError:
     return ValidationError(f"{action}: {exc}", code=type(exc).__name__)
 
@@ -85,15 +90,22 @@ def _key_line(key: HostKeyInfo) -> str:
     return f"{key.key_type} {key.base64}"
 
 
+KEY_MATERIAL_ERROR = "Enter the path of the key file on the worker, not the key itself."
+
+
+def looks_like_key_material(text: str) -> bool:
+    """A pasted private key rather than a path (the forms check it too, so the key is
+    never echoed back into a page)."""
+    return "PRIVATE KEY" in text or "\n" in text.strip()
+
+
 def _clean_key_file(auth: str, key_file: str) -> str:
     key_file = key_file.strip()
     if auth == Host.Auth.AGENT:
         return ""
-    if "PRIVATE KEY" in key_file or "\n" in key_file:
+    if looks_like_key_material(key_file):
         # Never let key material reach the database, the page or the audit log.
-        raise ValidationError(
-            {"key_file": ["Enter the path of the key file on the worker, not the key itself."]}
-        )
+        raise ValidationError({"key_file": [KEY_MATERIAL_ERROR]})
     if not key_file:
         raise ValidationError({"key_file": ["A key file path is required for key-file auth."]})
     if not key_file.startswith("/"):
@@ -143,12 +155,11 @@ def host_create(
     host.full_clean()
     with transaction.atomic():
         host.save()
-        record(
-            kind="host.added",
-            actor=created_by,
-            obj=host,
-            host_name=host.name,
-            payload={
+        _audit_host(
+            "host.added",
+            created_by,
+            host,
+            {
                 "address": host.address,
                 "ssh_port": host.ssh_port,
                 "username": host.username,
@@ -157,12 +168,11 @@ def host_create(
             },
         )
         if key is not None:
-            record(
-                kind="host.key_pinned",
-                actor=created_by,
-                obj=host,
-                host_name=host.name,
-                payload={"fingerprint": key.fingerprint_sha256, "key_type": key.key_type},
+            _audit_host(
+                "host.key_pinned",
+                created_by,
+                host,
+                {"fingerprint": key.fingerprint_sha256, "key_type": key.key_type},
             )
     return host
 
@@ -200,12 +210,11 @@ def host_rescan_key(*, host: Host, actor: User) -> HostKeyInfo:
         Host.objects.filter(pk=host.pk).update(
             presented_host_key=_key_line(key), presented_fingerprint=key.fingerprint_sha256
         )
-        record(
-            kind="host.key_presented",
-            actor=actor,
-            obj=host,
-            host_name=host.name,
-            payload={
+        _audit_host(
+            "host.key_presented",
+            actor,
+            host,
+            {
                 "fingerprint": key.fingerprint_sha256,
                 "pinned_fingerprint": host.host_key_fingerprint,
             },
@@ -235,12 +244,11 @@ def host_pin_key(*, host: Host, fingerprint: str, actor: User) -> Host:
                 "The presented key changed since you looked at it (or none was read): "
                 "read it again and compare the fingerprint."
             )
-        record(
-            kind="host.key_pinned",
-            actor=actor,
-            obj=host,
-            host_name=host.name,
-            payload={"fingerprint": fingerprint.strip(), "previous_fingerprint": previous},
+        _audit_host(
+            "host.key_pinned",
+            actor,
+            host,
+            {"fingerprint": fingerprint.strip(), "previous_fingerprint": previous},
         )
     host.refresh_from_db()
     return host
@@ -287,12 +295,11 @@ def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) 
                 "probe_error",
             ]
         )
-        record(
-            kind="host.probed",
-            actor=actor,
-            obj=host,
-            host_name=host.name,
-            payload={
+        _audit_host(
+            "host.probed",
+            actor,
+            host,
+            {
                 "systemd_version": host.systemd_version,
                 "vllm_version": host.vllm_version,
                 "gpu_count": host.gpu_count,
@@ -308,12 +315,11 @@ def host_record_probe_error(*, host: Host, error: str, actor: User | None) -> Ho
     show why on the host page, and record it."""
     with transaction.atomic():
         Host.objects.filter(pk=host.pk).update(probe_error=error)
-        record(
-            kind="host.probe_failed",
-            actor=actor,
-            obj=host,
-            host_name=host.name,
-            payload={"error": error[:2000]},
+        _audit_host(
+            "host.probe_failed",
+            actor,
+            host,
+            {"error": error[:2000]},
         )
     host.refresh_from_db()
     return host
@@ -365,6 +371,7 @@ def deploy_request_create(
     requested_by: User,
     unit_name: str = "",
     acknowledge_warnings: bool = False,
+    preview: DeployPreview | None = None,
     now: datetime | None = None,
 ) -> DeployRequest:
     """Request "deploy version V to host H as unit U" (U defaults to the profile name; a
@@ -372,8 +379,10 @@ def deploy_request_create(
 
     The host's current unit is read live (before the transaction: no network I/O while
     holding the database write lock) and stored with its hash, so the job can refuse to
-    overwrite a file that changed after the approver saw the diff. Lint errors block;
-    warnings need `acknowledge_warnings`.
+    overwrite a file that changed after the approver saw the diff. `preview`: that read,
+    when the caller has just made it for the same version, host and unit (the request
+    page shows it), so the host is not read twice. Lint errors block; warnings need
+    `acknowledge_warnings`.
     """
     _require(requested_by, REQUEST_DEPLOY, "request deploys")
     unit_name = (unit_name or "").strip() or profile_version.profile.name
@@ -382,10 +391,15 @@ def deploy_request_create(
     except ValidationError as exc:
         raise ValidationError({"unit_name": exc.messages}) from None
     _check_deployable(profile_version=profile_version, host=host)
-    try:
-        preview = deploy_preview(profile_version=profile_version, host=host, unit_name=unit_name)
-    except TransportError as exc:
-        raise _transport_error(f"Cannot read the current unit on {host.name}", exc) from exc
+    if preview is None:
+        try:
+            preview = deploy_preview(
+                profile_version=profile_version, host=host, unit_name=unit_name
+            )
+        except TransportError as exc:
+            raise _transport_error(f"Cannot read the current unit on {host.name}", exc) from exc
+    elif preview.unit.unit_name != unit_name:
+        raise ValueError(f"the preview is of {preview.unit.unit_name}, not {unit_name}")
     unit = preview.unit
     if unit.size > MAX_UNIT_BYTES:
         raise ValidationError(
@@ -411,7 +425,8 @@ def deploy_request_create(
         )
     now = now or timezone.now()
     with transaction.atomic():
-        # Checked again under the write lock: a version saved meanwhile wins.
+        # Checked again in the transaction (on SQLite under its write lock): a version
+        # saved meanwhile wins; one saved after this still voids the approval.
         _check_deployable(profile_version=profile_version, host=host)
         request = DeployRequest.objects.create(
             profile_version=profile_version,

@@ -235,14 +235,24 @@ def request_new(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return render(request, "deploys/request_new.html", context)
     data = form.cleaned_data
+    unit_name = data["unit_name"] or data["profile_version"].profile.name
+    # One live read of the host's unit per page: the preview shown is the one submitted.
+    try:
+        preview = selectors.deploy_preview(
+            profile_version=data["profile_version"], host=data["host"], unit_name=unit_name
+        )
+    except TransportError as exc:
+        form.add_error("host", f"Cannot read the current unit on {data['host'].name}: {exc}")
+        return render(request, "deploys/request_new.html", context)
     if request.POST.get("step") == "submit":
         try:
             created = services.deploy_request_create(
                 profile_version=data["profile_version"],
                 host=data["host"],
-                unit_name=data["unit_name"],
+                unit_name=unit_name,
                 acknowledge_warnings=data["acknowledge_warnings"],
                 requested_by=request.user,
+                preview=preview,
             )
         except ValidationError as exc:
             _form_errors(form, exc)
@@ -251,19 +261,11 @@ def request_new(request: HttpRequest) -> HttpResponse:
             return redirect("deploys:request_detail", pk=created.pk)
         if any(f in form.errors for f in ("profile_version", "host", "unit_name")):
             return render(request, "deploys/request_new.html", context)
-    unit_name = data["unit_name"] or data["profile_version"].profile.name
-    try:
-        preview = selectors.deploy_preview(
-            profile_version=data["profile_version"], host=data["host"], unit_name=unit_name
-        )
-    except TransportError as exc:
-        form.add_error("host", f"Cannot read the current unit on {data['host'].name}: {exc}")
-    else:
-        context.update(
-            preview=preview,
-            unit_name=unit_name,
-            diff_lines=selectors.diff_lines(preview.diff(data["host"].name)),
-        )
+    context.update(
+        preview=preview,
+        unit_name=unit_name,
+        diff_lines=selectors.diff_lines(preview.diff(data["host"].name)),
+    )
     return render(request, "deploys/request_new.html", context)
 
 
@@ -309,8 +311,10 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def _decide(request: HttpRequest, pk: int, approve: bool) -> HttpResponse:
     deploy = get_object_or_404(DeployRequest.objects.select_related("host"), pk=pk)
     form = DecisionForm(request.POST)
-    form.is_valid()
-    comment = form.cleaned_data.get("comment", "")
+    if not form.is_valid():  # e.g. a comment over the limit: never decide without it
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        return redirect("deploys:request_detail", pk=deploy.pk)
+    comment = form.cleaned_data["comment"]
     try:
         if approve:
             services.deploy_request_approve(

@@ -206,17 +206,34 @@ def _skip(ctx: DeployContext, names: list[str]) -> None:
 
 
 def _finish(ctx: DeployContext, result: StepResult) -> str:
+    """running → the final status, audited, if the request is still `running`.
+
+    It may not be: `fail_abandoned_deploys` fails a job whose lease it found expired (a
+    worker stalled past its lease). That decision stands, and no second final event
+    contradicting it is written; the status it set is returned.
+    """
     status = _FINAL_STATUS[result.outcome]
     reason = result.reason or "unit pushed and loaded by systemd; the service was left as it was"
     with transaction.atomic():
-        DeployRequest.objects.filter(pk=ctx.request.pk, status=DeployRequest.Status.RUNNING).update(
-            status=status, status_reason=reason, finished_at=timezone.now()
+        finished = DeployRequest.objects.filter(
+            pk=ctx.request.pk, status=DeployRequest.Status.RUNNING
+        ).update(status=status, status_reason=reason, finished_at=timezone.now())
+        if finished:
+            _audit(
+                _FINAL_KIND[result.outcome],
+                ctx.request,
+                {"request": ctx.request.pk, "status": str(status), "reason": reason},
+            )
+    if not finished:
+        current = DeployRequest.objects.values_list("status", flat=True).get(pk=ctx.request.pk)
+        log.warning(
+            "deploy request #%s ended %s (%s) but was already %s; left as it is",
+            ctx.request.pk,
+            status,
+            reason,
+            current,
         )
-        _audit(
-            _FINAL_KIND[result.outcome],
-            ctx.request,
-            {"request": ctx.request.pk, "status": str(status), "reason": reason},
-        )
+        return current
     log.info("deploy request #%s: %s (%s)", ctx.request.pk, status, reason)
     return str(status)
 
@@ -272,6 +289,7 @@ def run_probe(
     facts at all) keeps the old facts and records why (`host_record_probe_error`).
     """
     from deploys.probe import probe_host
+    from deploys.selectors import host_vllm_executable
     from deploys.services import host_record_probe, host_record_probe_error
 
     host = Host.objects.get(pk=host_id)
@@ -279,7 +297,7 @@ def run_probe(
     try:
         with connect(host) as transport:
             facts = probe_host(
-                host=host, transport=transport, vllm_executable=_vllm_executable(host)
+                host=host, transport=transport, vllm_executable=host_vllm_executable(host=host)
             )
     except TransportError as exc:
         error = f"{type(exc).__name__}: {exc}"
@@ -287,18 +305,6 @@ def run_probe(
         return {"host": host.name, "error": error}
     host_record_probe(host=host, facts=facts, actor=actor)
     return facts
-
-
-def _vllm_executable(host: Host) -> str | None:
-    """The vLLM executable of the profile last requested for this host (the issue: probe
-    "from the profile's vLLM executable"); None lets the probe use `vllm` on PATH."""
-    latest = (
-        DeployRequest.objects.filter(host=host)
-        .order_by("-requested_at", "-pk")
-        .values_list("profile_version__data", flat=True)
-        .first()
-    )
-    return (latest or {}).get("vllm_executable") or None
 
 
 __all__ = ["LOCK_STEP", "run_deploy", "run_probe"]

@@ -163,7 +163,10 @@ def preflight(ctx: DeployContext) -> StepResult:
     except TransportError as exc:
         return StepResult.failed(f"cannot reach host {ctx.host.name}: {_error(exc)}")
     live_sha = "" if live is None else sha256_hex(live)
-    ctx.log(f"{ctx.path} on {ctx.host.name}: " + (f"sha256 {live_sha}" if live else "absent"))
+    ctx.log(
+        f"{ctx.path} on {ctx.host.name}: "
+        + (f"sha256 {live_sha}" if live is not None else "absent")
+    )
     if live_sha != request.host_unit_sha256:
         return StepResult.void(
             f"{ctx.path} on {ctx.host.name} changed since the request was made "

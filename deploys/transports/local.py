@@ -24,6 +24,7 @@ from typing import Any
 
 from .base import (
     DEFAULT_COMMAND_TIMEOUT,
+    TEMP_INFIX,
     CommandResult,
     GpuInfo,
     GpuProcess,
@@ -154,7 +155,7 @@ class LocalTransport(Transport):
         """
         directory, name = os.path.split(os.path.abspath(path))
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.specadmin-", dir=directory)
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}{TEMP_INFIX}", dir=directory)
         except OSError as exc:
             raise TransportError(f"cannot write {path}: {exc}") from exc
         try:

@@ -72,6 +72,9 @@ def push_unit(
     `expected_previous_sha256`: refuse if the host's current file is not the one the
     approver saw ("" means: expected absent). Raises UnitPushError (bad name/text, changed
     under us, verification failed) or other TransportErrors (connection).
+
+    Temp files an interrupted earlier push left stay: removing them is only safe under the
+    host lock, so the deploy job's push step does it (`Transport.remove_stale_temp_files`).
     """
     try:
         require_unit_name(unit)
@@ -89,7 +92,6 @@ def push_unit(
             f"{path} changed on the host since it was read (sha256 {previous_sha or 'absent'}, "
             f"expected {expected_previous_sha256 or 'absent'}); nothing was written"
         )
-    transport.remove_stale_temp_files(path)
     changed = previous != data
     backup_path = None
     if changed:
@@ -97,23 +99,37 @@ def push_unit(
             backup_path = path + BACKUP_SUFFIX
             transport.write_file_atomic(backup_path, previous, 0o644)
         transport.write_file_atomic(path, data, 0o644)
+    return _reload_and_verify(
+        transport, unit, path, data, previous, backup_path, "pushed but not loaded as expected"
+    )
+
+
+def _reload_and_verify(
+    transport: Transport,
+    unit: str,
+    path: str,
+    data: bytes,
+    previous: bytes | None,
+    backup_path: str | None,
+    failure: str,
+) -> PushResult:
+    """daemon-reload, read `systemctl show`, and raise UnitPushError (with the result:
+    the files did move) when systemd did not load `path` as the unit."""
     transport.daemon_reload()
     props = transport.unit_properties(unit, VERIFY_PROPERTIES)
     result = PushResult(
         unit=unit,
         path=path,
         sha256=sha256_hex(data),
-        changed=changed,
+        changed=previous != data,
         previous=previous,
-        previous_sha256=previous_sha,
+        previous_sha256=None if previous is None else sha256_hex(previous),
         backup_path=backup_path,
         properties=props,
     )
     problems = verify_problems(props, path)
     if problems:
-        raise UnitPushError(
-            f"{unit} pushed but not loaded as expected: {'; '.join(problems)}", result
-        )
+        raise UnitPushError(f"{unit} {failure}: {'; '.join(problems)}", result)
     return result
 
 
@@ -146,22 +162,9 @@ def restore_backup(
         raise UnitPushError(f"no backup {path + BACKUP_SUFFIX} on the host")
     current = transport.read_file(path)
     transport.write_file_atomic(path, backup, 0o644)
-    transport.daemon_reload()
-    props = transport.unit_properties(unit, VERIFY_PROPERTIES)
-    result = PushResult(
-        unit=unit,
-        path=path,
-        sha256=sha256_hex(backup),
-        changed=current != backup,
-        previous=current,
-        previous_sha256=None if current is None else sha256_hex(current),
-        backup_path=path + BACKUP_SUFFIX,
-        properties=props,
+    return _reload_and_verify(
+        transport, unit, path, backup, current, path + BACKUP_SUFFIX, "restored but not loaded"
     )
-    problems = verify_problems(props, path)
-    if problems:
-        raise UnitPushError(f"{unit} restored but not loaded: {'; '.join(problems)}", result)
-    return result
 
 
 __all__ = [

@@ -1,4 +1,11 @@
-"""Fixtures for transport tests: SSH transports to the session's real test host."""
+"""Fixtures shared by the deploy tests (plain helpers: helpers.py).
+
+- Without a real host (services, views): olga requests, alice and bob approve, ada is an
+  admin, vic only looks; `host` is a pinned SSH host whose unit file reads come from
+  `on_host` (a dict) instead of the network; `enqueued` records what approving hands to
+  the job layer.
+- With the session's real test host: SSH transports to it.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +13,99 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
 
+from deploys import selectors
+from deploys.jobs import tasks
+from deploys.models import DeployRequest, Host
+from deploys.services import deploy_request_create
 from deploys.transports.ssh import SSHTransport
+from tests.deploys.helpers import OLD_UNIT, Enqueued, FakeHosts, People, fake_host_key
 from tests.testhost.host import TestHost
+from tests.units.factories import baseline
+from units.models import ProfileVersion, ServiceProfile
+from units.roles import ADMIN, APPROVER, OPERATOR, VIEWER, ensure_roles
+from units.services import profile_create
 
 
 def pytest_configure(config: pytest.Config) -> None:
     # Registered here so `--strict-markers` accepts it without touching pyproject.toml.
     config.addinivalue_line("markers", "gpu: needs a real NVIDIA GPU with NVML (skips otherwise)")
+
+
+# -- without a real host -------------------------------------------------------------------
+
+
+def _user(name: str, role: str) -> AbstractBaseUser:
+    user = get_user_model().objects.create_user(name)  # no password: hashing is slow
+    user.groups.add(ensure_roles()[role])
+    return get_user_model().objects.get(pk=user.pk)  # fresh permission cache
+
+
+@pytest.fixture
+def people(db: None) -> People:
+    return People(
+        olga=_user("olga", OPERATOR),
+        alice=_user("alice", APPROVER),
+        bob=_user("bob", APPROVER),
+        ada=_user("ada", ADMIN),
+        vic=_user("vic", VIEWER),
+    )
+
+
+@pytest.fixture
+def profile(people: People) -> ServiceProfile:
+    return profile_create(data=baseline(), created_by=people.olga)
+
+
+@pytest.fixture
+def version(profile: ServiceProfile) -> ProfileVersion:
+    return profile.versions.get()
+
+
+@pytest.fixture
+def host(people: People) -> Host:
+    key = fake_host_key()
+    return Host.objects.create(
+        name="gpu-a",
+        address="10.0.0.7",
+        key_file="/etc/specadmin/id_ed25519",
+        host_key=f"{key.key_type} {key.base64}",
+        host_key_fingerprint=key.fingerprint_sha256,
+    )
+
+
+@pytest.fixture
+def on_host(monkeypatch: pytest.MonkeyPatch) -> FakeHosts:
+    fake = FakeHosts(files={"vllm-kimi-k25-int4": OLD_UNIT})
+    monkeypatch.setattr(selectors, "read_host_unit", fake.read)
+    return fake
+
+
+@pytest.fixture
+def enqueued(monkeypatch: pytest.MonkeyPatch) -> Enqueued:
+    """Record what would be handed to the job layer (`deploys.jobs.tasks`)."""
+    seen = Enqueued()
+    monkeypatch.setattr(tasks, "enqueue_deploy", seen.deploys.append)
+    monkeypatch.setattr(tasks, "enqueue_probe", lambda h, a: seen.probes.append((h, a)))
+    return seen
+
+
+@pytest.fixture
+def make_request(
+    people: People, version: ProfileVersion, host: Host, on_host: FakeHosts
+) -> Callable[..., DeployRequest]:
+    def make(**kwargs: Any) -> DeployRequest:
+        kwargs.setdefault("profile_version", version)
+        kwargs.setdefault("host", host)
+        kwargs.setdefault("requested_by", people.olga)
+        return deploy_request_create(**kwargs)
+
+    return make
+
+
+# -- with the real test host ---------------------------------------------------------------
 
 
 def transport_for(host: TestHost, **kwargs: Any) -> SSHTransport:

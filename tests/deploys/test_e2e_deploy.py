@@ -22,18 +22,12 @@ from deploys.models import DeployRequest, Host
 from deploys.probe import probe_host
 from deploys.transports import HostKeyMismatch, push_unit
 from deploys.transports.push import BACKUP_SUFFIX
-from tests.deploys import test_requests as shared
+from tests.deploys.helpers import UNIT_DIR, Enqueued, People
 from tests.testhost.host import TestHost
 from tests.units.factories import baseline
 from units.services import profile_create
 
 pytestmark = pytest.mark.testhost
-
-people = shared.people
-enqueued = shared.enqueued
-People = shared.People
-Enqueued = shared.Enqueued
-UNIT_DIR = "/etc/systemd/system"
 
 
 def add_test_host(testhost: TestHost, people: People, name: str = "testhost") -> Host:

@@ -32,19 +32,7 @@ from deploys.services import (
 from deploys.transports import CommandResult, GpuInfo, GpuUnavailable, HostUnreachable, Transport
 from deploys.transports.local import LocalTransport
 from deploys.transports.ssh import HostKeyInfo, SSHTransport
-from tests.deploys import test_requests as shared
-
-# Shared fixtures (see test_requests.py).
-people = shared.people
-host = shared.host
-enqueued = shared.enqueued
-People = shared.People
-Enqueued = shared.Enqueued
-fake_host_key = shared.fake_host_key
-version = shared.version
-profile = shared.profile
-on_host = shared.on_host
-make_request = shared.make_request
+from tests.deploys.helpers import Enqueued, People, fake_host_key
 
 
 class KeyDesk:

@@ -1,22 +1,21 @@
 """The deploy and probe jobs against the real test host, over real SSH.
 
 Requests are made and approved through `deploys.services` (as the web UI does), then the
-runner is called the way the worker's task wrapper calls it. Helpers here are shared with
-test_locks.py and test_qcluster.py (which imports them into its worker processes).
+runner is called the way the worker's task wrapper calls it. The fixtures `pair` (a
+requester and an approver, committed: the jobs use their own connections) and `queued`
+(what approving hands to django-q2) are this module's own.
 """
 
 from __future__ import annotations
 
 import contextlib
-import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connections
 from django.test import override_settings
@@ -29,85 +28,32 @@ from deploys.jobs.checks import check_q_cluster
 from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
 from deploys.transports.push import BACKUP_SUFFIX, sha256_hex
-from deploys.transports.ssh import fingerprint_sha256, parse_pinned_key
+from tests.deploys.helpers import (
+    UNIT_DIR,
+    approved_request,
+    make_host,
+    make_users,
+    sshd_sessions,
+    step_rows,
+    unique,
+    wait_for,
+)
 from tests.testhost.host import TestHost
-from tests.units.factories import baseline
 
-UNIT_DIR = "/etc/systemd/system"
 STEP_NAMES = ["host_lock", "preflight", "push", "daemon_reload"]
 
 
 # --------------------------------------------------------------------------------------
-# helpers (also used by test_locks.py and the qcluster worker scripts)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{secrets.token_hex(4)}"
-
-
-def make_users() -> tuple[AbstractBaseUser, AbstractBaseUser]:
-    """Olga requests, Adam approves (the requester may never approve her own request)."""
-    users = get_user_model().objects
-    return users.create_superuser(unique("olga")), users.create_superuser(unique("adam"))
-
-
-def make_host(testhost: TestHost, *, port: int | None = None, name: str = "") -> Host:
-    """The test host with its key pinned, as an admin leaves it after confirming it."""
-    return Host.objects.create(
-        name=name or unique("gpu"),
-        address=testhost.host,
-        ssh_port=port or testhost.port,
-        username=testhost.user,
-        auth=Host.Auth.KEY_FILE,
-        key_file=testhost.key_path,
-        host_key=testhost.host_key,
-        host_key_fingerprint=fingerprint_sha256(parse_pinned_key(testhost.host_key)),
-        host_key_confirmed_at=timezone.now(),
-    )
-
-
-def approved_request(
-    host: Host,
-    requester: AbstractBaseUser,
-    approver: AbstractBaseUser,
-    *,
-    name: str = "",
-    unit_name: str = "",
-    **profile: Any,
-) -> DeployRequest:
-    """A new profile, a request for it on `host` (its live unit read now), approved."""
-    from deploys.services import deploy_request_approve, deploy_request_create
-    from units.services import profile_create
-
-    created = profile_create(data=baseline(name=name or unique("job"), **profile), created_by=None)
-    request = deploy_request_create(
-        profile_version=created.versions.get(),
-        host=host,
-        requested_by=requester,
-        unit_name=unit_name,
-        acknowledge_warnings=True,
-    )
-    return deploy_request_approve(request=request, approver=approver)
+# helpers (the shared ones are in helpers.py)
 
 
 def unit_path(request: DeployRequest) -> str:
     return f"{UNIT_DIR}/{request.unit_name}.service"
 
 
-def step_rows(request: DeployRequest) -> list[tuple[str, str]]:
-    return list(
-        JobStep.objects.filter(request=request).order_by("pk").values_list("name", "status")
-    )
-
-
 def audit_kinds(request: DeployRequest) -> list[str]:
     events = AuditEvent.objects.filter(object_type="deploys.deployrequest", object_id=request.pk)
     return list(events.order_by("id").values_list("kind", flat=True))
-
-
-def sshd_sessions(host: TestHost) -> set[int]:
-    out = host.nsenter(["pgrep", "-f", "^sshd: root"]).stdout
-    return {int(p) for p in out.split()}
 
 
 def temp_files(host: TestHost, unit: str) -> dict[str, int]:
@@ -120,15 +66,6 @@ def temp_files(host: TestHost, unit: str) -> dict[str, int]:
         if ".specadmin-prev" not in name:
             files[name] = int(size)
     return files
-
-
-def wait_for(pred: Callable[[], object], timeout: float, step: float = 0.05) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(step)
 
 
 class ThrottledProxy:
@@ -183,12 +120,12 @@ class ThrottledProxy:
 
 
 @pytest.fixture
-def people(transactional_db: None) -> tuple[AbstractBaseUser, AbstractBaseUser]:
+def pair(transactional_db: None) -> tuple[AbstractBaseUser, AbstractBaseUser]:
     return make_users()
 
 
 @pytest.fixture
-def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+def queued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     """What approving handed to django-q2 (captured instead of queued)."""
     calls: list[tuple[Any, ...]] = []
     monkeypatch.setattr(tasks, "async_task", lambda *args, **kwargs: calls.append(args))
@@ -196,7 +133,7 @@ def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
 
 
 @pytest.fixture
-def site(testhost: TestHost, people: Any, enqueued: list[tuple[Any, ...]]) -> Host:
+def site(testhost: TestHost, pair: Any, queued: list[tuple[Any, ...]]) -> Host:
     return make_host(testhost)
 
 
@@ -213,13 +150,13 @@ def proxy(testhost: TestHost) -> Iterator[ThrottledProxy]:
 
 @pytest.mark.testhost
 def test_approved_request_is_pushed_reloaded_and_backed_up(
-    testhost: TestHost, site: Host, people: Any, enqueued: list[tuple[Any, ...]]
+    testhost: TestHost, site: Host, pair: Any, queued: list[tuple[Any, ...]]
 ) -> None:
     name = unique("job")
     old = "[Unit]\nDescription=hand-written before specadmin\n[Service]\nExecStart=/bin/true\n"
     testhost.write_file(f"{UNIT_DIR}/{name}.service", old)
-    request = approved_request(site, *people, name=name)
-    assert enqueued == [("deploys.jobs.tasks.deploy_task", request.pk)]
+    request = approved_request(site, *pair, name=name)
+    assert queued == [("deploys.jobs.tasks.deploy_task", request.pk)]
 
     assert runner.run_deploy(request.pk) == "succeeded"
 
@@ -260,9 +197,9 @@ def test_approved_request_is_pushed_reloaded_and_backed_up(
 
 @pytest.mark.testhost
 def test_second_delivery_of_the_same_task_does_nothing(
-    testhost: TestHost, site: Host, people: Any
+    testhost: TestHost, site: Host, pair: Any
 ) -> None:
-    request = approved_request(site, *people)
+    request = approved_request(site, *pair)
     assert runner.run_deploy(request.pk) == "succeeded"
     counts = (JobStep.objects.count(), PushedUnit.objects.count(), AuditEvent.objects.count())
     lock = HostLock.objects.values().get(host=site)
@@ -276,8 +213,8 @@ def test_second_delivery_of_the_same_task_does_nothing(
 
 
 @pytest.mark.testhost
-def test_concurrent_deliveries_push_once(testhost: TestHost, site: Host, people: Any) -> None:
-    request = approved_request(site, *people)
+def test_concurrent_deliveries_push_once(testhost: TestHost, site: Host, pair: Any) -> None:
+    request = approved_request(site, *pair)
     start = threading.Barrier(4)
     results: list[str] = []
 
@@ -303,7 +240,7 @@ def test_concurrent_deliveries_push_once(testhost: TestHost, site: Host, people:
 
 @pytest.mark.testhost
 def test_connection_killed_mid_upload_leaves_unit_unchanged_and_fails_clearly(
-    testhost: TestHost, proxy: ThrottledProxy, people: Any, enqueued: list[tuple[Any, ...]]
+    testhost: TestHost, proxy: ThrottledProxy, pair: Any, queued: list[tuple[Any, ...]]
 ) -> None:
     site = make_host(testhost, port=proxy.port)
     name = unique("kill")
@@ -312,7 +249,7 @@ def test_connection_killed_mid_upload_leaves_unit_unchanged_and_fails_clearly(
     testhost.write_file(path, old)
     # ~180 KiB of environment: a real, lint-clean unit just under push_unit's 256 KiB.
     environment = {f"PAD_{i:04d}": "p" * 100 for i in range(1500)}
-    request = approved_request(site, *people, name=name, environment=environment)
+    request = approved_request(site, *pair, name=name, environment=environment)
     assert len(request.unit_text.encode()) > 150 * 1024
     proxy.rate = 48 * 1024  # the upload now takes ~4 s
     before = sshd_sessions(testhost)
@@ -358,7 +295,7 @@ def test_connection_killed_mid_upload_leaves_unit_unchanged_and_fails_clearly(
 
     # The next job, under the lock, removes it and pushes (same live unit as before).
     proxy.rate = None
-    retry = approved_request(site, *people, name=unique("retry"), unit_name=name)
+    retry = approved_request(site, *pair, name=unique("retry"), unit_name=name)
     assert runner.run_deploy(retry.pk) == "succeeded"
     push_log = JobStep.objects.get(request=retry, name="push").log
     assert all(f in push_log for f in leftovers), push_log
@@ -368,9 +305,9 @@ def test_connection_killed_mid_upload_leaves_unit_unchanged_and_fails_clearly(
 
 @pytest.mark.testhost
 def test_unit_edited_on_host_after_the_request_voids_without_writing(
-    testhost: TestHost, site: Host, people: Any
+    testhost: TestHost, site: Host, pair: Any
 ) -> None:
-    request = approved_request(site, *people)
+    request = approved_request(site, *pair)
     path = unit_path(request)
     testhost.write_file(path, "[Service]\nExecStart=/bin/sleep 1\n")
 
@@ -389,8 +326,8 @@ def test_unit_edited_on_host_after_the_request_voids_without_writing(
 
 
 @pytest.mark.testhost
-def test_approval_expired_while_queued_voids(testhost: TestHost, site: Host, people: Any) -> None:
-    request = approved_request(site, *people)
+def test_approval_expired_while_queued_voids(testhost: TestHost, site: Host, pair: Any) -> None:
+    request = approved_request(site, *pair)
     DeployRequest.objects.filter(pk=request.pk).update(expires_at=timezone.now())
 
     assert runner.run_deploy(request.pk) == "void"
@@ -403,12 +340,12 @@ def test_approval_expired_while_queued_voids(testhost: TestHost, site: Host, peo
 
 @pytest.mark.testhost
 def test_lint_errors_for_the_hosts_versions_void(
-    testhost: TestHost, site: Host, people: Any, monkeypatch: pytest.MonkeyPatch
+    testhost: TestHost, site: Host, pair: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The stored text is linted again (not re-rendered): an error there refuses."""
     import deploys.services
 
-    request = approved_request(site, *people)
+    request = approved_request(site, *pair)
     bad = request.unit_text.replace("ExecStart=", "ExecStart=relative/", 1)
     digest = sha256_hex(bad.encode())
     DeployRequest.objects.filter(pk=request.pk).update(
@@ -426,9 +363,9 @@ def test_lint_errors_for_the_hosts_versions_void(
 
 @pytest.mark.testhost
 def test_unreachable_host_fails_with_a_clear_reason(
-    testhost: TestHost, site: Host, people: Any
+    testhost: TestHost, site: Host, pair: Any
 ) -> None:
-    request = approved_request(site, *people)
+    request = approved_request(site, *pair)
     with socket.create_server(("127.0.0.1", 0)) as s:
         closed_port = s.getsockname()[1]
     Host.objects.filter(pk=site.pk).update(ssh_port=closed_port)
@@ -451,18 +388,18 @@ def test_request_not_approved_is_left_alone() -> None:
 
 
 @pytest.mark.testhost
-def test_probe_records_the_hosts_facts(testhost: TestHost, site: Host, people: Any) -> None:
-    facts = runner.run_probe(site.pk, people[1].pk)
+def test_probe_records_the_hosts_facts(testhost: TestHost, site: Host, pair: Any) -> None:
+    facts = runner.run_probe(site.pk, pair[1].pk)
 
     site.refresh_from_db()
     assert facts["systemd_version"] == site.systemd_version >= 252
     assert site.gpu_count == 8
     event = AuditEvent.objects.get(kind="host.probed")
-    assert event.actor_id == people[1].pk
+    assert event.actor_id == pair[1].pk
 
 
 @pytest.mark.testhost
-def test_probe_of_unreachable_host_records_the_error(site: Host, people: Any) -> None:
+def test_probe_of_unreachable_host_records_the_error(site: Host, pair: Any) -> None:
     with socket.create_server(("127.0.0.1", 0)) as s:
         Host.objects.filter(pk=site.pk).update(ssh_port=s.getsockname()[1])
 
@@ -480,15 +417,15 @@ def test_probe_of_unreachable_host_records_the_error(site: Host, people: Any) ->
 
 @pytest.mark.django_db(transaction=True)
 def test_enqueue_waits_for_commit_and_names_the_thin_wrappers(
-    enqueued: list[tuple[Any, ...]],
+    queued: list[tuple[Any, ...]],
 ) -> None:
     from django.db import transaction
 
     with transaction.atomic():
         tasks.enqueue_deploy(7)
         tasks.enqueue_probe(3, 5)
-        assert enqueued == [], "nothing is queued before the transaction commits"
-    assert enqueued == [
+        assert queued == [], "nothing is queued before the transaction commits"
+    assert queued == [
         ("deploys.jobs.tasks.deploy_task", 7),
         ("deploys.jobs.tasks.probe_task", 3, 5),
     ]

@@ -74,3 +74,32 @@ def test_job_still_waiting_for_the_host_is_left_alone(host: Host) -> None:
     assert fail_abandoned_deploys() == 0
     request.refresh_from_db()
     assert request.status == DeployRequest.Status.RUNNING
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_failed_as_abandoned_keeps_that_status_when_its_worker_finishes(
+    host: Host,
+) -> None:
+    """A stalled worker whose job the sweeper already failed must not end it again: the
+    request stays failed and the audit history gets no contradicting final event."""
+    from deploys.jobs import runner
+    from deploys.jobs.steps import DeployContext, StepResult
+
+    request = running_request(started_ago=0, host=host)
+    DeployRequest.objects.filter(pk=request.pk).update(status=DeployRequest.Status.APPROVED)
+
+    def stalled_then_swept(ctx: DeployContext) -> StepResult:
+        later = timezone.now() + timedelta(seconds=wait_seconds() + lease_seconds() + 60)
+        HostLock.objects.filter(host=host).update(expires_at=timezone.now())
+        assert fail_abandoned_deploys(now=later) == 1
+        return StepResult.success()
+
+    status = runner.run_deploy(request.pk, steps=(("stall", stalled_then_swept),))
+
+    request.refresh_from_db()
+    assert status == request.status == DeployRequest.Status.FAILED
+    assert "worker running this job stopped" in request.status_reason
+    finals = AuditEvent.objects.filter(
+        object_id=str(request.pk), kind__in=["deploy.succeeded", "deploy.failed"]
+    )
+    assert list(finals.values_list("kind", flat=True)) == ["deploy.failed"]

@@ -16,7 +16,7 @@ from deploys.jobs.lease import HostBusy, HostLease
 from deploys.jobs.steps import STEPS, DeployContext, Step, StepResult
 from deploys.locks import HostLock
 from deploys.models import Host, JobStep, PushedUnit
-from tests.deploys.test_jobs import approved_request, make_host, make_users, step_rows, unique
+from tests.deploys.helpers import approved_request, make_host, make_users, step_rows, unique
 from tests.testhost.host import TestHost
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -48,7 +48,7 @@ SETUP = """
 import json, sys, django
 django.setup()
 from deploys.jobs.tasks import enqueue_deploy, enqueue_probe
-from tests.deploys.test_jobs import approved_request, make_host, make_users
+from tests.deploys.helpers import approved_request, make_host, make_users
 from tests.testhost.host import TestHost
 
 testhost = TestHost.from_json(json.loads(sys.argv[1]))

@@ -36,20 +36,10 @@ from deploys.transports.ssh import (
     probe_host_key,
     quote_argv,
 )
+from tests.deploys.helpers import UNIT_DIR, sshd_sessions, unique, wait_for
 from tests.testhost.host import TestHost
 
 pytestmark = pytest.mark.testhost
-
-UNIT_DIR = "/etc/systemd/system"
-
-
-def wait_for(pred: Callable[[], object], timeout: float = 10, step: float = 0.1) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(step)
 
 
 def keygen(tmp_path: Path, name: str, key_type: str = "ed25519") -> Path:
@@ -65,10 +55,6 @@ def ssh_keygen_fingerprint(pub_line: str, tmp_path: Path) -> str:
     f.write_text(pub_line + "\n")
     out = subprocess.run(["ssh-keygen", "-l", "-f", str(f)], capture_output=True, text=True)
     return out.stdout.split()[1]
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{secrets.token_hex(4)}"
 
 
 # --------------------------------------------------------------------------------------
@@ -233,21 +219,16 @@ def test_write_failure_leaves_old_file_and_no_temp(ssh: SSHTransport) -> None:
         ssh.write_file_atomic("relative/path", b"x")
 
 
-def _sshd_sessions(host: TestHost) -> set[int]:
-    out = host.nsenter(["pgrep", "-f", "^sshd: root"]).stdout
-    return {int(p) for p in out.split()}
-
-
 def test_connection_killed_mid_upload_leaves_target_unchanged(
     testhost: TestHost, make_transport: Callable[..., SSHTransport]
 ) -> None:
     d = "/var/tmp/" + unique("specadmin-kill")
     target = d + "/unit.service"
     testhost.write_file(target, "[Service]\nExecStart=/bin/true\n")
-    before = _sshd_sessions(testhost)
+    before = sshd_sessions(testhost)
     t = make_transport(command_timeout=30)
     t.connect()
-    ours = wait_for(lambda: _sshd_sessions(testhost) - before, timeout=5)
+    ours = wait_for(lambda: sshd_sessions(testhost) - before, timeout=5)
     assert ours, "could not identify our sshd session process"
 
     data = b"x" * (400 * 1024 * 1024)

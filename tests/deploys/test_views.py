@@ -1,5 +1,5 @@
 """Host and deploy pages: permissions, the two-step host add, request preview/submit,
-approve/reject, job steps. Host I/O is replaced as in test_requests.py."""
+approve/reject, job steps. Host I/O is replaced by the `on_host` fixture (conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,19 +15,10 @@ from deploys import services
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.transports import HostUnreachable
 from deploys.transports.ssh import HostKeyInfo
-from tests.deploys import test_requests as shared
+from tests.deploys.helpers import Enqueued, FakeHosts, People, fake_host_key
+from tests.units.factories import baseline
 from units.models import ProfileVersion
 
-people = shared.people
-profile = shared.profile
-version = shared.version
-host = shared.host
-on_host = shared.on_host
-enqueued = shared.enqueued
-make_request = shared.make_request
-People = shared.People
-Enqueued = shared.Enqueued
-FakeHosts = shared.FakeHosts
 Status = DeployRequest.Status
 
 
@@ -72,7 +63,7 @@ def test_viewer_sees_pages_but_cannot_request_approve_or_add(
 
 
 def test_operator_cannot_approve(
-    people: People, make_request: Callable[..., DeployRequest], enqueued: shared.Enqueued
+    people: People, make_request: Callable[..., DeployRequest], enqueued: Enqueued
 ) -> None:
     request = make_request(requested_by=people.ada)
     olga = client_for(people.olga)
@@ -87,7 +78,7 @@ def test_operator_cannot_approve(
 
 @pytest.fixture
 def presented(monkeypatch: pytest.MonkeyPatch) -> HostKeyInfo:
-    key = shared.fake_host_key()
+    key = fake_host_key()
     monkeypatch.setattr(services, "probe_host_key", lambda address, port, timeout: key)
     return key
 
@@ -137,6 +128,23 @@ def test_add_host_in_two_steps_shows_the_fingerprint_then_pins_it(
     page = ada.get(url("host_detail", added.pk))
     assert presented.fingerprint_sha256.encode() in page.content
     assert b"BEGIN" not in page.content  # no key material, only the path
+
+
+def test_add_host_with_a_pasted_private_key_refuses_and_never_echoes_it(
+    people: People, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probed: list[str] = []
+    monkeypatch.setattr(services, "probe_host_key", lambda address, *a: probed.append(address))
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END"
+    for step in ("probe", "confirm"):
+        response = client_for(people.ada).post(
+            url("host_add"), {**HOST_FORM, "key_file": key, "step": step}
+        )
+        assert response.status_code == 200
+        assert b"not the key itself" in response.content
+        assert b"PRIVATE KEY" not in response.content
+        assert b"b3BlbnNzaC1rZXkt" not in response.content
+    assert probed == [] and not Host.objects.exists()
 
 
 def test_add_host_unreachable_shows_the_error(
@@ -222,15 +230,17 @@ def test_warnings_need_the_checkbox(people: People, host: Host, on_host: FakeHos
     from units.services import profile_create
 
     short = profile_create(
-        data=shared.baseline(name="vllm-short", timeout_stop_sec=5), created_by=people.olga
+        data=baseline(name="vllm-short", timeout_stop_sec=5), created_by=people.olga
     ).versions.get()
     olga = client_for(people.olga)
     form = {"profile_version": short.pk, "host": host.pk, "step": "submit"}
     refused = olga.post(url("request_new"), form)
     assert refused.status_code == 200 and b"OP405" in refused.content
     assert b"acknowledge" in refused.content and not DeployRequest.objects.exists()
+    assert len(on_host.reads) == 1, "the refused submit and its preview share one host read"
     accepted = olga.post(url("request_new"), {**form, "acknowledge_warnings": "on"})
     assert accepted.status_code == 302 and DeployRequest.objects.get().warnings_acknowledged
+    assert len(on_host.reads) == 2
 
 
 def test_approver_approves_from_the_detail_page(
@@ -265,6 +275,20 @@ def test_requester_sees_no_decision_form_and_cannot_approve_by_post(
     assert b"Approve this exact unit" not in page.content
     assert b"another approver must decide" in page.content
     assert ada.post(url("request_approve", request.pk)).status_code == 403
+    request.refresh_from_db()
+    assert request.status == Status.PENDING and enqueued.deploys == []
+
+
+def test_a_comment_over_the_limit_decides_nothing(
+    people: People, make_request: Callable[..., DeployRequest], enqueued: Enqueued
+) -> None:
+    request = make_request()
+    response = client_for(people.alice).post(
+        url("request_approve", request.pk),
+        {"comment": "x" * 2001, "expected_sha256": request.unit_sha256},
+        follow=True,
+    )
+    assert b"at most 2000 characters" in response.content
     request.refresh_from_db()
     assert request.status == Status.PENDING and enqueued.deploys == []
 
