@@ -13,20 +13,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        return [f.name for f in self.model._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+from units.admin import ReadOnlyAdmin
 
 
 @admin.register(Host)

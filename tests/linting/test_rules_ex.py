@@ -6,31 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from linting.context import LintOptions
-from linting.engine import lint_text
-from linting.findings import Finding, Severity
-from linting.fixes import apply_edits
+from linting.findings import Severity
+from tests.linting.helpers import fixed, lint, spanned, where
 
 HEAD = "[Service]\nExecStart=/bin/true\n"
-
-
-def lint(text: str, code: str, **options) -> list[Finding]:
-    report = lint_text(text, "vllm.service", LintOptions(shellcheck=False, **options))
-    return [f for f in report.files[0].findings if f.code == code]
-
-
-def spanned(text: str, finding: Finding) -> str:
-    s = finding.span
-    assert s.start.line == s.end.line
-    return text.split("\n")[s.start.line - 1][s.start.column - 1 : s.end.column - 1]
-
-
-def where(finding: Finding) -> tuple[int, int, int]:
-    return finding.span.start.line, finding.span.start.column, finding.span.end.column
-
-
-def fixed(text: str, findings: list[Finding]) -> str:
-    return apply_edits(text, [e for f in findings if f.fix for e in f.fix.edits])
 
 
 # --- EX201 ------------------------------------------------------------------------------

@@ -9,20 +9,12 @@ from pathlib import Path
 import pytest
 
 from linting.context import LintOptions
-from linting.engine import lint_paths, lint_text
-from linting.findings import Finding, Severity
+from linting.engine import lint_paths
+from linting.findings import Severity
+from tests.linting.helpers import lint, where
 
 VLLM = "ExecStart=/opt/vllm/bin/vllm serve /models/m\n"
 GOOD = "[Service]\nType=exec\n" + VLLM + "Restart=on-failure\nTimeoutStopSec=120s\n"
-
-
-def lint(text: str, code: str) -> list[Finding]:
-    report = lint_text(text, "vllm.service", LintOptions(shellcheck=False))
-    return [f for f in report.files[0].findings if f.code == code]
-
-
-def where(finding: Finding) -> tuple[int, int, int]:
-    return finding.span.start.line, finding.span.start.column, finding.span.end.column
 
 
 @pytest.mark.parametrize("code", ["OP401", "OP402", "OP403", "OP404", "OP405", "OP406", "OP407"])

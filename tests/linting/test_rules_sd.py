@@ -13,24 +13,9 @@ from pathlib import Path
 import pytest
 
 from linting.context import LintOptions
-from linting.engine import lint_paths, lint_text
-from linting.findings import Finding, Severity
-
-
-def lint(text: str, code: str, name: str = "vllm.service", **options) -> list[Finding]:
-    report = lint_text(text, name, LintOptions(shellcheck=False, **options))
-    return [f for f in report.files[0].findings if f.code == code]
-
-
-def spanned(text: str, finding: Finding) -> str:
-    s = finding.span
-    assert s.start.line == s.end.line
-    return text.split("\n")[s.start.line - 1][s.start.column - 1 : s.end.column - 1]
-
-
-def where(finding: Finding) -> tuple[int, int, int]:
-    return finding.span.start.line, finding.span.start.column, finding.span.end.column
-
+from linting.engine import lint_paths
+from linting.findings import Severity
+from tests.linting.helpers import lint, spanned, where
 
 OK = "[Unit]\nDescription=vLLM\n[Service]\nExecStart=/bin/true\n"
 
