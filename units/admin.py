@@ -19,6 +19,9 @@ from units.models import ProfileVersion, ServiceProfile
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
+    """View-only: every change goes through the app's services (versions, lint gate,
+    permission checks, audit events), which saving in the admin would skip."""
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
