@@ -6,6 +6,7 @@ Exit codes: 0 nothing at or above --fail-on; 1 findings; 2 usage or unreadable i
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -147,6 +148,37 @@ def run(
 ) -> int:
     """Run the command. `source` replaces file linting (e.g. stored profiles: the
     positional arguments are then names, and none means all)."""
+    try:
+        return _run(argv, stdout, stderr, prog, source=source, source_name=source_name)
+    except (KeyboardInterrupt, SystemExit, BrokenPipeError):
+        raise
+    except Exception as exc:
+        # A bug of ours must not look like findings (exit 1) or pass (exit 0) in someone's
+        # CI: exit 2 with one clear line; LINTUNITS_DEBUG=1 shows the traceback.
+        if os.environ.get("LINTUNITS_DEBUG"):
+            raise
+        where = exc.__traceback__
+        while where is not None and where.tb_next is not None:
+            where = where.tb_next
+        location = (
+            f" ({where.tb_frame.f_code.co_filename}:{where.tb_lineno})" if where is not None else ""
+        )
+        stderr.write(
+            f"{prog}: internal error: {type(exc).__name__}: {exc}{location}; "
+            "this is a bug in lintunits — set LINTUNITS_DEBUG=1 for the traceback\n"
+        )
+        return EXIT_USAGE
+
+
+def _run(
+    argv: Sequence[str],
+    stdout: TextIO,
+    stderr: TextIO,
+    prog: str,
+    *,
+    source: LintFunction | None,
+    source_name: str,
+) -> int:
     parser = build_parser(prog)
     args = parser.parse_args(list(argv))
     from linting.reporters import render

@@ -261,3 +261,20 @@ def test_python_m_linting_runs_without_django(units: Path) -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_internal_error_exits_two_with_one_line_not_a_traceback(
+    units: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import linting.cli
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(linting.cli, "lint_paths", broken)
+    code, out, err = lint(str(units / "good.service"))
+    assert code == 2
+    assert "internal error: RuntimeError: boom" in err and "Traceback" not in out + err
+    monkeypatch.setenv("LINTUNITS_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        lint(str(units / "good.service"))
