@@ -83,6 +83,29 @@ def timed(argv: list[str], **kwargs: object) -> float:
     return time.perf_counter() - start
 
 
+def shellcheck_seconds(files: list[str]) -> float:
+    """ShellCheck's own time on the scripts of `files`, as the linter batches it (cache
+    off): the floor under a cold `lintunits` run with ShellCheck on."""
+    os.environ["LINTUNITS_CACHE_DIR"] = "off"
+    from linting.context import LintOptions, UnitContext, shell_script
+    from linting.shell.shellcheck import ShellScript, check_scripts, clear_cache
+    from linting.unitfile import parse_file
+
+    scripts = []
+    for path in files:
+        ctx = UnitContext(parse_file(Path(path)), LintOptions())
+        for cmd in ctx.commands:
+            found = shell_script(cmd)
+            if found:
+                scripts.append(
+                    ShellScript(found[1].value, found[0].dialect, tuple(ctx.environment))
+                )
+    clear_cache()
+    start = time.perf_counter()
+    check_scripts(scripts)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--units", type=int, default=1000)
@@ -109,6 +132,7 @@ def main() -> None:
         results["lintunits (one process, --no-shellcheck)"] = timed(
             [*lint_cli, "--no-shellcheck", str(workdir)], cwd=ROOT
         )
+        shellcheck_alone = shellcheck_seconds(files)
         analyze = shutil.which("systemd-analyze")
         peer_per_file = peer_batch = None
         if analyze:
@@ -119,6 +143,10 @@ def main() -> None:
         print(f"corpus: {len(files)} generated vLLM units with distinct bash -c pre-start scripts")
         for name, seconds in results.items():
             print(f"{name:45s} {seconds:7.2f} s  {len(files) / seconds:8.1f} files/s")
+        print(
+            f"{'(ShellCheck alone on the same scripts)':45s} {shellcheck_alone:7.2f} s  "
+            f"{len(files) / shellcheck_alone:8.1f} files/s  (its own cost, for reference)"
+        )
         if peer_per_file is not None and peer_batch is not None:
             print(
                 f"{'systemd-analyze verify, one process per file':45s} {peer_per_file:7.2f} s  "
