@@ -103,4 +103,7 @@ def test_run_server_serves_pages_and_stops_cleanly(tmp_path: Path) -> None:
     deadline = time.monotonic() + 20
     while any(alive(p) for p in spawned) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not [p for p in spawned if alive(p)], "processes left after SIGTERM"
+    left = [p for p in spawned if alive(p)]
+    for pid in left:  # never leave them running, even when the check below fails
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "processes left after SIGTERM"
