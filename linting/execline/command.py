@@ -113,6 +113,25 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
         else:
             line.fatal = True
 
+    def unknown_specifier(exc: SpecifierError, word: Traced, ignore: bool) -> None:
+        at = word.span(exc.use.offset, exc.use.offset + 2)
+        fail(
+            "unknown-specifier",
+            f"unknown specifier '%{exc.use.letter}'",
+            at,
+            ignore,
+            letter=exc.use.letter,
+        )
+
+    def separator(span: Span) -> None:
+        """A `;` between commands: documented as deprecated from v257 on."""
+        if version >= 257:
+            line.problems.append(
+                ExecProblem(
+                    "semicolon", "';' as a command separator is deprecated", span, fatal=False
+                )
+            )
+
     while True:
         try:
             first, pos = extract_first_word(value, pos)
@@ -129,15 +148,7 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
             return line
         _note_unknown_escapes(line, value, first)
         if first.value.text == ";":
-            if version >= 257:
-                line.problems.append(
-                    ExecProblem(
-                        "semicolon",
-                        "';' as a command separator is deprecated",
-                        value.span(first.start, first.end),
-                        fatal=False,
-                    )
-                )
+            separator(value.span(first.start, first.end))
             continue
         prefixes, _ = _split_prefixes(first.value.text, version)
         ignore = "-" in prefixes
@@ -145,14 +156,7 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
         try:
             path_traced = resolve(first_rest, version, specifier_values)
         except SpecifierError as exc:
-            at = first_rest.span(exc.use.offset, exc.use.offset + 2)
-            fail(
-                "unknown-specifier",
-                f"unknown specifier '%{exc.use.letter}'",
-                at,
-                ignore,
-                letter=exc.use.letter,
-            )
+            unknown_specifier(exc, first_rest, ignore)
             return line
         path = path_traced.text
         word_span = value.span(first.start, first.end)
@@ -183,15 +187,7 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
                 while pos < len(text) and text[pos] in WHITESPACE:
                     pos += 1
                 semicolon = True
-                if version >= 257:
-                    line.problems.append(
-                        ExecProblem(
-                            "semicolon",
-                            "';' as a command separator is deprecated",
-                            value.span(sep_start, sep_start + 1),
-                            fatal=False,
-                        )
-                    )
+                separator(value.span(sep_start, sep_start + 1))
                 break
             if text.startswith("\\;", pos) and (
                 pos + 2 == len(text) or text[pos + 2] in WHITESPACE
@@ -220,14 +216,7 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
             try:
                 resolved = resolve(word.value, version, specifier_values)
             except SpecifierError as exc:
-                at = word.value.span(exc.use.offset, exc.use.offset + 2)
-                fail(
-                    "unknown-specifier",
-                    f"unknown specifier '%{exc.use.letter}'",
-                    at,
-                    ignore,
-                    letter=exc.use.letter,
-                )
+                unknown_specifier(exc, word.value, ignore)
                 return line
             words.append(word)
             argv.append(resolved)
