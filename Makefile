@@ -8,14 +8,16 @@ PORT ?= 8000
 
 .PHONY: run test test-postgres test-slow testhost-257 lint format deps debian-deps migrate bench clean
 
-$(STAMP): requirements.txt pyproject.toml
+# Debian packages first: pystemd builds against libsystemd-dev (order-only, so a
+# warm machine's stamp stays valid).
+$(STAMP): requirements.txt pyproject.toml | debian-deps
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements.txt
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
 
-deps: $(STAMP) debian-deps
+deps: debian-deps $(STAMP)
 
 debian-deps:
 	./scripts/install-debian-packages.sh
