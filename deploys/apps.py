@@ -10,4 +10,4 @@ class DeploysConfig(AppConfig):
     def ready(self) -> None:
         # Registers the Q_CLUSTER system checks (retry must exceed timeout; the host lock's
         # wait + lease must fit inside a job's timeout).
-        from deploys.jobs import checks  # noqa: F401
+        from deploys.jobs import checks  # noqa: F401, PLC0415 (Django registers checks in ready())

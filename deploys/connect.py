@@ -11,6 +11,8 @@ from __future__ import annotations
 from deploys.models import Host
 from deploys.transports import Transport, TransportError
 from deploys.transports.base import DEFAULT_COMMAND_TIMEOUT
+from deploys.transports.local import LocalTransport
+from deploys.transports.ssh import SSHTransport
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 
@@ -31,8 +33,6 @@ def transport_for(
     whose key an admin has not confirmed, or that names no way to authenticate.
     """
     if host.transport == Host.Transport.LOCAL:
-        from deploys.transports.local import LocalTransport
-
         return LocalTransport(command_timeout=command_timeout)
     if not host.host_key:
         raise HostNotReady(
@@ -45,8 +45,6 @@ def transport_for(
         raise HostNotReady(
             f"host {host.name}: authentication is 'key file' but no key file path is set"
         )
-    from deploys.transports.ssh import SSHTransport
-
     try:
         return SSHTransport(
             host.address,

@@ -8,7 +8,7 @@ from django import forms
 
 from deploys.models import DeployRequest, Host
 from deploys.selectors import deployable_hosts, deployable_versions, host_list
-from deploys.services import KEY_MATERIAL_ERROR, looks_like_key_material
+from deploys.services.hosts import KEY_MATERIAL_ERROR, looks_like_key_material
 from units.models import ProfileVersion
 from units.names import validate_unit_name
 

@@ -1,7 +1,7 @@
 """Hosts, deploy requests (with their approval) and the runs of deploy jobs.
 
 State changes that matter for "exactly once" are made with conditional UPDATEs in
-`deploys/services.py` and `deploys/jobs/runner.py` (claim a row only while it is in the
+`deploys/services/` and `deploys/jobs/runner.py` (claim a row only while it is in the
 expected state), never by read-modify-write in Python.
 """
 

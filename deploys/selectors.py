@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db.models import OuterRef, QuerySet, Subquery
 
+from deploys.connect import transport_for
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.transports.push import DEFAULT_UNIT_DIR as UNIT_DIR
 from deploys.transports.push import MAX_UNIT_BYTES, sha256_hex
@@ -165,8 +166,6 @@ def diff_lines(diff: str) -> list[tuple[str, str]]:
 def read_host_unit(*, host: Host, unit_name: str) -> bytes | None:
     """The unit file on the host now (live, through the pinned-key transport); None when
     absent. Raises TransportError (unreachable, key mismatch, not pinned)."""
-    from deploys.connect import transport_for
-
     with transport_for(host) as transport:
         return transport.read_file(unit_path(unit_name))
 

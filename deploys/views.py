@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from deploys import selectors, services
+from deploys import approvals, selectors
 from deploys.forms import (
     DecisionForm,
     DeployRequestForm,
@@ -27,10 +27,17 @@ from deploys.forms import (
     RequestFilterForm,
 )
 from deploys.models import DeployRequest, Host
+from deploys.permissions import (
+    ADD_HOST,
+    APPROVE_DEPLOY,
+    CHANGE_HOST,
+    REQUEST_DEPLOY,
+    VIEW_HOST,
+    VIEW_REQUEST,
+)
+from deploys.services import deploy_requests, hosts
 from deploys.transports import TransportError
 
-VIEW_HOST = "deploys.view_host"
-VIEW_REQUEST = "deploys.view_deployrequest"
 PAGE_SIZE = 50
 
 View = Callable[..., HttpResponse]
@@ -65,13 +72,13 @@ def host_list(request: HttpRequest) -> HttpResponse:
         "deploys/host_list.html",
         {
             "hosts": selectors.host_list(),
-            "can_add": request.user.has_perm(services.ADD_HOST),
+            "can_add": request.user.has_perm(ADD_HOST),
         },
     )
 
 
 @require_http_methods(["GET", "POST"])
-@requires(VIEW_HOST, services.ADD_HOST)
+@requires(VIEW_HOST, ADD_HOST)
 def host_add(request: HttpRequest) -> HttpResponse:
     """Two steps: enter the host → see the key it presents → confirm to pin it."""
     if request.method == "GET":
@@ -84,7 +91,7 @@ def host_add(request: HttpRequest) -> HttpResponse:
         if data["transport"] != Host.Transport.SSH:
             return _host_create(request, form, data, confirm=None)
         try:
-            key = services.host_probe_key(address=data["address"], port=data["ssh_port"])
+            key = hosts.host_probe_key(address=data["address"], port=data["ssh_port"])
         except ValidationError as exc:
             _form_errors(form, exc)
             return render(request, "deploys/host_add.html", {"form": form})
@@ -125,7 +132,7 @@ def _host_create(
             "confirmed_fingerprint": confirm.cleaned_data["fingerprint"],
         }
     try:
-        host = services.host_create(created_by=request.user, **data, **keys)
+        host = hosts.host_create(created_by=request.user, **data, **keys)
     except ValidationError as exc:
         _form_errors(form, exc)
         return render(request, "deploys/host_add.html", {"form": form})
@@ -143,10 +150,9 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "deploys/host_detail.html",
         {
             "host": host,
-            "can_change": user.has_perm(services.CHANGE_HOST),
-            "can_probe": user.has_perm(services.CHANGE_HOST)
-            or user.has_perm(services.REQUEST_DEPLOY),
-            "can_request": user.has_perm(services.REQUEST_DEPLOY),
+            "can_change": user.has_perm(CHANGE_HOST),
+            "can_probe": user.has_perm(CHANGE_HOST) or user.has_perm(REQUEST_DEPLOY),
+            "can_request": user.has_perm(REQUEST_DEPLOY),
             "key_differs": bool(host.presented_fingerprint)
             and host.presented_fingerprint != host.host_key_fingerprint,
             "recent_requests": selectors.deploy_request_list(host=host)[:10],
@@ -167,17 +173,17 @@ def _host_action(request: HttpRequest, pk: int, action: Callable[[Host], str]) -
 @requires(VIEW_HOST)
 def host_probe(request: HttpRequest, pk: int) -> HttpResponse:
     def action(host: Host) -> str:
-        services.host_request_probe(host=host, actor=request.user)
+        hosts.host_request_probe(host=host, actor=request.user)
         return f"Probe of {host.name} queued; reload this page to see the results."
 
     return _host_action(request, pk, action)
 
 
 @require_POST
-@requires(VIEW_HOST, services.CHANGE_HOST)
+@requires(VIEW_HOST, CHANGE_HOST)
 def host_rescan_key(request: HttpRequest, pk: int) -> HttpResponse:
     def action(host: Host) -> str:
-        key = services.host_rescan_key(host=host, actor=request.user)
+        key = hosts.host_rescan_key(host=host, actor=request.user)
         if key.fingerprint_sha256 == host.host_key_fingerprint:
             return "The host presents the pinned key."
         return f"The host presents another key ({key.fingerprint_sha256}): compare it below."
@@ -186,14 +192,14 @@ def host_rescan_key(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-@requires(VIEW_HOST, services.CHANGE_HOST)
+@requires(VIEW_HOST, CHANGE_HOST)
 def host_pin_key(request: HttpRequest, pk: int) -> HttpResponse:
     form = PinKeyForm(request.POST)
 
     def action(host: Host) -> str:
         if not form.is_valid():
             raise ValidationError("No fingerprint confirmed.")
-        services.host_pin_key(
+        hosts.host_pin_key(
             host=host, fingerprint=form.cleaned_data["fingerprint"], actor=request.user
         )
         return f"Key {form.cleaned_data['fingerprint']} pinned for {host.name}."
@@ -216,13 +222,13 @@ def request_list(request: HttpRequest) -> HttpResponse:
         {
             "filters": filters,
             "page": page,
-            "can_request": request.user.has_perm(services.REQUEST_DEPLOY),
+            "can_request": request.user.has_perm(REQUEST_DEPLOY),
         },
     )
 
 
 @require_http_methods(["GET", "POST"])
-@requires(VIEW_REQUEST, services.REQUEST_DEPLOY)
+@requires(VIEW_REQUEST, REQUEST_DEPLOY)
 def request_new(request: HttpRequest) -> HttpResponse:
     """Choose version + host (+ unit name) → preview (diff, findings) → submit."""
     if request.method == "GET":
@@ -246,7 +252,7 @@ def request_new(request: HttpRequest) -> HttpResponse:
         return render(request, "deploys/request_new.html", context)
     if request.POST.get("step") == "submit":
         try:
-            created = services.deploy_request_create(
+            created = deploy_requests.deploy_request_create(
                 profile_version=data["profile_version"],
                 host=data["host"],
                 unit_name=unit_name,
@@ -296,12 +302,9 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "steps": selectors.deploy_request_steps(request=deploy),
             "overdue": overdue,
             "own": own,
-            "can_decide": pending
-            and not overdue
-            and not own
-            and user.has_perm(services.APPROVE_DEPLOY),
+            "can_decide": pending and not overdue and not own and user.has_perm(APPROVE_DEPLOY),
             "decision_form": DecisionForm(initial={"expected_sha256": deploy.unit_sha256}),
-            "problems": services.approval_problems(request=deploy)
+            "problems": approvals.approval_problems(request=deploy)
             if deploy.status == DeployRequest.Status.APPROVED
             else [],
         },
@@ -317,7 +320,7 @@ def _decide(request: HttpRequest, pk: int, approve: bool) -> HttpResponse:
     comment = form.cleaned_data["comment"]
     try:
         if approve:
-            services.deploy_request_approve(
+            deploy_requests.deploy_request_approve(
                 request=deploy,
                 approver=request.user,
                 comment=comment,
@@ -325,9 +328,11 @@ def _decide(request: HttpRequest, pk: int, approve: bool) -> HttpResponse:
             )
             messages.success(request, f"Request #{deploy.pk} approved; the deploy is queued.")
         else:
-            services.deploy_request_reject(request=deploy, approver=request.user, comment=comment)
+            deploy_requests.deploy_request_reject(
+                request=deploy, approver=request.user, comment=comment
+            )
             messages.success(request, f"Request #{deploy.pk} rejected.")
-    except services.RequestNotPending as exc:
+    except deploy_requests.RequestNotPending as exc:
         messages.warning(request, " ".join(exc.messages))
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
@@ -335,12 +340,12 @@ def _decide(request: HttpRequest, pk: int, approve: bool) -> HttpResponse:
 
 
 @require_POST
-@requires(VIEW_REQUEST, services.APPROVE_DEPLOY)
+@requires(VIEW_REQUEST, APPROVE_DEPLOY)
 def request_approve(request: HttpRequest, pk: int) -> HttpResponse:
     return _decide(request, pk, approve=True)
 
 
 @require_POST
-@requires(VIEW_REQUEST, services.APPROVE_DEPLOY)
+@requires(VIEW_REQUEST, APPROVE_DEPLOY)
 def request_reject(request: HttpRequest, pk: int) -> HttpResponse:
     return _decide(request, pk, approve=False)

@@ -25,11 +25,16 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from audit.models import AuditKind
 from audit.services import record
+from deploys.connect import transport_for
 from deploys.jobs.lease import HostBusy, HostLease, lease_seconds, wait_seconds
 from deploys.jobs.steps import STEPS, DeployContext, Outcome, Step, StepResult
 from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep
+from deploys.probe import probe_host
+from deploys.selectors import host_vllm_executable
+from deploys.services.hosts import host_record_probe, host_record_probe_error
 from deploys.transports import Transport, TransportError
 
 log = logging.getLogger(__name__)
@@ -41,15 +46,13 @@ _FINAL_STATUS = {
     Outcome.VOID: DeployRequest.Status.VOID,
 }
 _FINAL_KIND = {
-    Outcome.OK: "deploy.succeeded",
-    Outcome.FAILED: "deploy.failed",
-    Outcome.VOID: "deploy.voided",
+    Outcome.OK: AuditKind.DEPLOY_SUCCEEDED,
+    Outcome.FAILED: AuditKind.DEPLOY_FAILED,
+    Outcome.VOID: AuditKind.DEPLOY_VOIDED,
 }
 
 
 def _connect(host: Host) -> Transport:
-    from deploys.connect import transport_for
-
     return transport_for(host)
 
 
@@ -113,7 +116,7 @@ def _claim(request_id: int) -> DeployRequest | None:
         request = DeployRequest.objects.select_related("host", "profile_version__profile").get(
             pk=request_id
         )
-        _audit("deploy.started", request, {"request": request_id})
+        _audit(AuditKind.DEPLOY_STARTED, request, {"request": request_id})
     return request
 
 
@@ -162,7 +165,7 @@ def _run_step(ctx: DeployContext, name: str, step: Step) -> StepResult:
     request = ctx.request
     with transaction.atomic():
         row = JobStep.objects.create(request=request, name=name)
-        _audit("job.step_started", request, {"request": request.pk, "step": name})
+        _audit(AuditKind.JOB_STEP_STARTED, request, {"request": request.pk, "step": name})
     ctx.lines = []
     try:
         result = step(ctx)
@@ -185,7 +188,7 @@ def _run_step(ctx: DeployContext, name: str, step: Step) -> StepResult:
             log="\n".join(ctx.lines),
             result={"outcome": str(result.outcome), "reason": result.reason, **result.data},
         )
-        kind = "job.step_finished" if result.ok else "job.step_failed"
+        kind = AuditKind.JOB_STEP_FINISHED if result.ok else AuditKind.JOB_STEP_FAILED
         _audit(kind, request, payload)
     return result
 
@@ -268,7 +271,7 @@ def fail_abandoned_deploys(*, now: datetime | None = None) -> int:
                 pk=request.pk, status=DeployRequest.Status.RUNNING
             ).update(status=DeployRequest.Status.FAILED, status_reason=reason, finished_at=now)
             if claimed:
-                _audit("deploy.failed", request, {"request": request.pk, "reason": reason})
+                _audit(AuditKind.DEPLOY_FAILED, request, {"request": request.pk, "reason": reason})
                 failed += 1
     return failed
 
@@ -288,10 +291,6 @@ def run_probe(
     Read-only on the host, so it does not take the host lock. A connection failure (no
     facts at all) keeps the old facts and records why (`host_record_probe_error`).
     """
-    from deploys.probe import probe_host
-    from deploys.selectors import host_vllm_executable
-    from deploys.services import host_record_probe, host_record_probe_error
-
     host = Host.objects.get(pk=host_id)
     actor = get_user_model().objects.filter(pk=actor_id).first() if actor_id else None
     try:

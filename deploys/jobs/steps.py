@@ -24,13 +24,17 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from audit.models import AuditKind
 from audit.services import record
+from deploys.approvals import approval_problems
 from deploys.jobs.lease import HostLease
 from deploys.models import DeployRequest, Host, PushedUnit
+from deploys.selectors import lint_versions
 from deploys.transports import Transport, TransportError, UnitPushError, push_unit
 from deploys.transports.push import DEFAULT_UNIT_DIR, PushResult, sha256_hex, verify_problems
 from linting.context import LintOptions
 from linting.findings import Severity
+from units.linting import lint_rendered
 
 MAX_REASON_CHARS = 2000
 
@@ -130,8 +134,6 @@ def preflight(ctx: DeployContext) -> StepResult:
     have expired, the host may have been re-probed to other versions, or someone may have
     edited the unit on the host. Any of these voids the request; nothing is written.
     """
-    from deploys.services import approval_problems  # the approval rules live there
-
     request = ctx.request
     # This job's claim moved the request to `running`; the rules judge an approval, so
     # they are asked about the request as it was claimed.
@@ -192,9 +194,6 @@ class _LintOutcome:
 def _lint_approved_text(ctx: DeployContext) -> _LintOutcome:
     """Lint the exact stored text (not a re-rendering) for the host's versions, chosen the
     way the request page chose them (`deploys.selectors.lint_versions`)."""
-    from deploys.selectors import lint_versions
-    from units.linting import lint_rendered
-
     systemd_version, vllm_version, notes = lint_versions(
         profile_version=ctx.request.profile_version, host=ctx.host
     )
@@ -280,7 +279,7 @@ def _record_push(ctx: DeployContext, result: PushResult) -> PushedUnit:
             backup_path=result.backup_path or "",
         )
         record(
-            kind="unit.pushed",
+            kind=AuditKind.UNIT_PUSHED,
             actor=None,
             obj=pushed,
             payload={

@@ -1,43 +1,16 @@
-"""django-q2 entry points: enqueue, and thin wrappers that call the runner. No logic here.
+"""django-q2 entry points: thin wrappers that call the runner or a service. No logic here.
 
-The wrappers are what the worker imports by dotted path, so they stay stable names; what
-a job does lives in `deploys.jobs.runner` and `deploys.jobs.steps`.
+The wrappers are what the worker imports by dotted path (`deploys.jobs.queue` and the
+housekeeping schedules name them), so they stay stable names when the code behind them
+moves; what a job does lives in `deploys.jobs.runner` and `deploys.jobs.steps`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-from django_q.tasks import async_task
-
 from deploys.jobs import runner
-
-
-def enqueue_deploy(request_id: int) -> None:
-    """Queue the deploy job once the caller's transaction commits (a worker must never see
-    an approval that is rolled back; with Redis the queue is outside the database)."""
-    transaction.on_commit(
-        lambda: async_task(
-            "deploys.jobs.tasks.deploy_task",
-            request_id,
-            task_name=f"deploy-request-{request_id}",
-            group="deploy",
-        )
-    )
-
-
-def enqueue_probe(host_id: int, actor_id: int | None) -> None:
-    """Queue a probe of the host (after commit, as above)."""
-    transaction.on_commit(
-        lambda: async_task(
-            "deploys.jobs.tasks.probe_task",
-            host_id,
-            actor_id,
-            task_name=f"probe-host-{host_id}",
-            group="probe",
-        )
-    )
+from deploys.services import deploy_requests
 
 
 def deploy_task(request_id: int) -> str:
@@ -48,4 +21,19 @@ def probe_task(host_id: int, actor_id: int | None) -> dict[str, Any]:
     return runner.run_probe(host_id, actor_id)
 
 
-__all__ = ["deploy_task", "enqueue_deploy", "enqueue_probe", "probe_task"]
+def expire_stale_requests_task() -> int:
+    """Schedule: expire the pending requests nobody decided on in time."""
+    return deploy_requests.expire_stale_requests()
+
+
+def fail_abandoned_deploys_task() -> int:
+    """Schedule: fail the jobs whose worker died."""
+    return runner.fail_abandoned_deploys()
+
+
+__all__ = [
+    "deploy_task",
+    "expire_stale_requests_task",
+    "fail_abandoned_deploys_task",
+    "probe_task",
+]

@@ -46,7 +46,7 @@ MIB = 1024 * 1024
 def _pystemd() -> tuple[Any, Any]:
     """(pystemd.dbuslib, pystemd.systemd1), or a TransportError naming the package."""
     try:
-        from pystemd import dbuslib, systemd1
+        from pystemd import dbuslib, systemd1  # noqa: PLC0415 (optional: only local hosts)
     except ImportError as exc:
         raise TransportError(
             "LocalTransport needs the package 'pystemd' (built against libsystemd: "
@@ -295,7 +295,7 @@ class LocalTransport(Transport):
         with self._lock:
             if self._nvml_module is None:
                 try:
-                    import pynvml
+                    import pynvml  # noqa: PLC0415 (optional: only GPU hosts)
                 except ImportError as exc:
                     raise GpuUnavailable(
                         "NVML bindings missing: install the package nvidia-ml-py (module pynvml)"

@@ -17,9 +17,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 
 from deploys import selectors
-from deploys.jobs import tasks
+from deploys.jobs import queue
 from deploys.models import DeployRequest, Host
-from deploys.services import deploy_request_create
+from deploys.services.deploy_requests import deploy_request_create
 from deploys.transports.ssh import SSHTransport
 from tests.deploys.helpers import OLD_UNIT, Enqueued, FakeHosts, People, fake_host_key
 from tests.testhost.host import TestHost
@@ -85,10 +85,10 @@ def on_host(monkeypatch: pytest.MonkeyPatch) -> FakeHosts:
 
 @pytest.fixture
 def enqueued(monkeypatch: pytest.MonkeyPatch) -> Enqueued:
-    """Record what would be handed to the job layer (`deploys.jobs.tasks`)."""
+    """Record what would be handed to the job layer (`deploys.jobs.queue`)."""
     seen = Enqueued()
-    monkeypatch.setattr(tasks, "enqueue_deploy", seen.deploys.append)
-    monkeypatch.setattr(tasks, "enqueue_probe", lambda h, a: seen.probes.append((h, a)))
+    monkeypatch.setattr(queue, "enqueue_deploy", seen.deploys.append)
+    monkeypatch.setattr(queue, "enqueue_probe", lambda h, a: seen.probes.append((h, a)))
     return seen
 
 

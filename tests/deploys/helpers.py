@@ -122,7 +122,7 @@ def approved_request(
     **profile: Any,
 ) -> DeployRequest:
     """A new profile, a request for it on `host` (its live unit read now), approved."""
-    from deploys.services import deploy_request_approve, deploy_request_create
+    from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
     from units.services import profile_create
 
     created = profile_create(data=baseline(name=name or unique("job"), **profile), created_by=None)

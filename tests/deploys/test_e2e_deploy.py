@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
-from deploys import services
+from deploys import approvals
 from deploys.connect import transport_for
 from deploys.models import DeployRequest, Host
 from deploys.probe import probe_host
+from deploys.services import deploy_requests, hosts
 from deploys.transports import HostKeyMismatch, push_unit
 from deploys.transports.push import BACKUP_SUFFIX
 from tests.deploys.helpers import UNIT_DIR, Enqueued, People
@@ -32,9 +33,9 @@ pytestmark = pytest.mark.testhost
 
 def add_test_host(testhost: TestHost, people: People, name: str = "testhost") -> Host:
     """What an admin does on the "Add host" pages: read the key, compare, confirm."""
-    key = services.host_probe_key(address=testhost.host, port=testhost.port)
+    key = hosts.host_probe_key(address=testhost.host, port=testhost.port)
     assert key.base64 in testhost.host_key  # the fingerprint we would compare out of band
-    return services.host_create(
+    return hosts.host_create(
         name=name,
         address=testhost.host,
         ssh_port=testhost.port,
@@ -72,7 +73,7 @@ def test_add_probe_request_approve_push(
     assert facts["systemd_version"] >= 252
     assert facts["vllm_version"] == "0.16.0"  # the vLLM double answers `vllm --version`
     assert facts["gpu_count"] == 8 and all(g["memory_free_mib"] > 0 for g in facts["gpus"])
-    host = services.host_record_probe(host=host, facts=facts, actor=people.olga)
+    host = hosts.host_record_probe(host=host, facts=facts, actor=people.olga)
     assert host.vllm_version == "0.16.0"
 
     path = f"{UNIT_DIR}/{unit_name}.service"
@@ -82,15 +83,15 @@ def test_add_probe_request_approve_push(
     testhost.write_file(path, old_text)
     version = profile_create(data=baseline(name=unit_name), created_by=people.olga).versions.get()
 
-    request = services.deploy_request_create(
+    request = deploy_requests.deploy_request_create(
         profile_version=version, host=host, requested_by=people.olga
     )
     assert request.host_unit_text == old_text  # read live over SSH
     assert request.status == DeployRequest.Status.PENDING
     with django_capture_on_commit_callbacks(execute=True):
-        request = services.deploy_request_approve(request=request, approver=people.alice)
+        request = deploy_requests.deploy_request_approve(request=request, approver=people.alice)
     assert enqueued.deploys == [request.pk]
-    assert services.approval_problems(request=request) == []
+    assert approvals.approval_problems(request=request) == []
 
     with transport_for(host) as transport:  # what the job's push step does
         result = push_unit(
@@ -123,7 +124,7 @@ def test_a_changed_host_key_is_refused(
     [other] = testhost_factory(1)
     # An admin pinned the key of another machine (or the host was replaced since).
     with pytest.raises(ValidationError, match="now presents another host key"):
-        services.host_create(
+        hosts.host_create(
             name="impostor",
             address=testhost.host,
             ssh_port=testhost.port,
@@ -148,11 +149,13 @@ def test_a_changed_host_key_is_refused(
     message = str(info.value)
     assert "does not match the pinned key" in message
     assert _fingerprint(other.host_key) in message and "re-pin" in message
-    services.host_record_probe_error(host=host, error=message, actor=None)
+    hosts.host_record_probe_error(host=host, error=message, actor=None)
 
     version = profile_create(data=baseline(), created_by=people.olga).versions.get()
     with pytest.raises(ValidationError, match="does not match the pinned key"):
-        services.deploy_request_create(profile_version=version, host=host, requested_by=people.olga)
+        deploy_requests.deploy_request_create(
+            profile_version=version, host=host, requested_by=people.olga
+        )
     assert not DeployRequest.objects.exists()
 
 
@@ -161,7 +164,7 @@ def test_unreachable_host_is_a_clear_error(people: People) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with pytest.raises(ValidationError, match=f"127.0.0.1:{port}"):
-        services.host_probe_key(address="127.0.0.1", port=port)
+        hosts.host_probe_key(address="127.0.0.1", port=port)
 
 
 def _fingerprint(key_line: str) -> str:

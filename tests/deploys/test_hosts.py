@@ -10,7 +10,6 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from audit.models import AuditEvent
-from deploys import services
 from deploys.connect import HostNotReady, transport_for
 from deploys.models import Host
 from deploys.probe import (
@@ -21,7 +20,8 @@ from deploys.probe import (
     vllm_version_argv,
 )
 from deploys.selectors import host_vllm_executable
-from deploys.services import (
+from deploys.services import hosts as services
+from deploys.services.hosts import (
     host_create,
     host_pin_key,
     host_record_probe,

@@ -20,10 +20,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connections
 from django.test import override_settings
 from django.utils import timezone
+from django.utils.module_loading import import_string
+from django_q.models import Schedule
 
 from audit.models import AuditEvent
 from audit.verify import verify_chain
-from deploys.jobs import runner, tasks
+from deploys.jobs import queue, runner, steps, tasks
 from deploys.jobs.checks import check_q_cluster
 from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
@@ -128,7 +130,7 @@ def pair(transactional_db: None) -> tuple[AbstractBaseUser, AbstractBaseUser]:
 def queued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     """What approving handed to django-q2 (captured instead of queued)."""
     calls: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(tasks, "async_task", lambda *args, **kwargs: calls.append(args))
+    monkeypatch.setattr(queue, "async_task", lambda *args, **kwargs: calls.append(args))
     return calls
 
 
@@ -343,8 +345,6 @@ def test_lint_errors_for_the_hosts_versions_void(
     testhost: TestHost, site: Host, pair: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The stored text is linted again (not re-rendered): an error there refuses."""
-    import deploys.services
-
     request = approved_request(site, *pair)
     bad = request.unit_text.replace("ExecStart=", "ExecStart=relative/", 1)
     digest = sha256_hex(bad.encode())
@@ -352,7 +352,7 @@ def test_lint_errors_for_the_hosts_versions_void(
         unit_text=bad, unit_sha256=digest, approved_sha256=digest
     )
     # Isolate the lint gate: the approval rules would (rightly) object to this text too.
-    monkeypatch.setattr(deploys.services, "approval_problems", lambda **kwargs: [])
+    monkeypatch.setattr(steps, "approval_problems", lambda **kwargs: [])
 
     assert runner.run_deploy(request.pk) == "void"
 
@@ -415,20 +415,27 @@ def test_probe_of_unreachable_host_records_the_error(site: Host, pair: Any) -> N
 # django-q2 wiring
 
 
-@pytest.mark.django_db(transaction=True)
-def test_enqueue_waits_for_commit_and_names_the_thin_wrappers(
-    queued: list[tuple[Any, ...]],
-) -> None:
-    from django.db import transaction
-
-    with transaction.atomic():
-        tasks.enqueue_deploy(7)
-        tasks.enqueue_probe(3, 5)
-        assert queued == [], "nothing is queued before the transaction commits"
+def test_queue_names_the_thin_wrappers(queued: list[tuple[Any, ...]]) -> None:
+    """The services call these from `transaction.on_commit` (tested with each service)."""
+    queue.enqueue_deploy(7)
+    queue.enqueue_probe(3, 5)
     assert queued == [
         ("deploys.jobs.tasks.deploy_task", 7),
         ("deploys.jobs.tasks.probe_task", 3, 5),
     ]
+    for dotted, *_ in queued:
+        assert callable(import_string(dotted))
+
+
+@pytest.mark.django_db
+def test_every_schedule_names_a_task_wrapper_that_exists() -> None:
+    funcs = list(Schedule.objects.values_list("func", flat=True))
+    assert sorted(funcs) == [
+        "deploys.jobs.tasks.expire_stale_requests_task",
+        "deploys.jobs.tasks.fail_abandoned_deploys_task",
+    ]
+    for dotted in funcs:
+        assert callable(import_string(dotted))
 
 
 def test_wrappers_only_call_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,7 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
-from deploys.jobs import runner, tasks
+from deploys.jobs import queue, runner
 from deploys.jobs.lease import HostBusy, HostLease
 from deploys.jobs.steps import STEPS, DeployContext, Step, StepResult
 from deploys.locks import HostLock
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def _no_queue(monkeypatch: pytest.MonkeyPatch) -> None:
     """Approving enqueues the job; these tests run it themselves."""
-    monkeypatch.setattr(tasks, "async_task", lambda *args, **kwargs: None)
+    monkeypatch.setattr(queue, "async_task", lambda *args, **kwargs: None)
 
 
 @pytest.fixture

@@ -47,7 +47,7 @@ FINAL = ("succeeded", "failed", "void")
 SETUP = """
 import json, sys, django
 django.setup()
-from deploys.jobs.tasks import enqueue_deploy, enqueue_probe
+from deploys.jobs.queue import enqueue_deploy, enqueue_probe
 from tests.deploys.helpers import approved_request, make_host, make_users
 from tests.testhost.host import TestHost
 

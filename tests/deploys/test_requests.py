@@ -22,11 +22,11 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from deploys import selectors
+from deploys.approvals import approval_problems
 from deploys.models import DeployRequest, Host
-from deploys.services import (
+from deploys.services.deploy_requests import (
     ApprovalVoid,
     RequestNotPending,
-    approval_problems,
     deploy_request_approve,
     deploy_request_reject,
     expire_stale_requests,

@@ -161,12 +161,11 @@ def test_large_output_on_both_streams_does_not_deadlock(
         "for i in range(96):\n"
         "    o.write(b'o' * 65536); e.write(b'e' * 65536); o.flush(); e.flush()\n"
     )
-    started = time.monotonic()
-    r = ssh.run([testhost.python, "-c", script], timeout=60)
+    # A deadlock shows as CommandTimeout; no wall-clock bound (the machine may be busy).
+    r = ssh.run([testhost.python, "-c", script], timeout=120)
     assert r.exit_code == 0, r.stderr[-500:]
     assert len(r.stdout) == len(r.stderr) == 96 * 65536  # 6 MiB each
     assert set(r.stdout) == {ord("o")} and set(r.stderr) == {ord("e")}
-    assert time.monotonic() - started < 30
 
 
 def test_stdin_input(ssh: SSHTransport) -> None:

@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from deploys import services
 from deploys.models import DeployRequest, Host, JobStep
+from deploys.services import deploy_requests, hosts
 from deploys.transports import HostUnreachable
 from deploys.transports.ssh import HostKeyInfo
 from tests.deploys.helpers import Enqueued, FakeHosts, People, fake_host_key
@@ -79,7 +79,7 @@ def test_operator_cannot_approve(
 @pytest.fixture
 def presented(monkeypatch: pytest.MonkeyPatch) -> HostKeyInfo:
     key = fake_host_key()
-    monkeypatch.setattr(services, "probe_host_key", lambda address, port, timeout: key)
+    monkeypatch.setattr(hosts, "probe_host_key", lambda address, port, timeout: key)
     return key
 
 
@@ -134,7 +134,7 @@ def test_add_host_with_a_pasted_private_key_refuses_and_never_echoes_it(
     people: People, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     probed: list[str] = []
-    monkeypatch.setattr(services, "probe_host_key", lambda address, *a: probed.append(address))
+    monkeypatch.setattr(hosts, "probe_host_key", lambda address, *a: probed.append(address))
     key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END"
     for step in ("probe", "confirm"):
         response = client_for(people.ada).post(
@@ -153,7 +153,7 @@ def test_add_host_unreachable_shows_the_error(
     def refuse(address: str, port: int, timeout: float) -> HostKeyInfo:
         raise HostUnreachable(f"cannot connect to {address}:{port}: Connection refused")
 
-    monkeypatch.setattr(services, "probe_host_key", refuse)
+    monkeypatch.setattr(hosts, "probe_host_key", refuse)
     response = client_for(people.ada).post(url("host_add"), {**HOST_FORM, "step": "probe"})
     assert response.status_code == 200
     assert b"Connection refused" in response.content
@@ -309,7 +309,7 @@ def test_request_list_filters_by_status_and_host(
     other = Host.objects.create(name="gpu-z", address="10.0.0.99", key_file="/k", host_key="k")
     first = make_request()
     second = make_request(host=other)
-    services.deploy_request_reject(request=second, approver=people.alice, comment="no")
+    deploy_requests.deploy_request_reject(request=second, approver=people.alice, comment="no")
     vic = client_for(people.vic)
 
     def listed(**query: Any) -> set[int]:

@@ -1,0 +1,298 @@
+"""Writes for hosts: add one with its key pinned, re-read and re-pin the key, probe.
+
+HackSoft style: keyword-only functions, each write and its audit event in one
+transaction, permissions checked here (every caller gets them), background work queued
+with `transaction.on_commit` so a worker never sees a rolled-back row.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from audit.models import AuditKind
+from audit.services import record
+from deploys.jobs import queue
+from deploys.models import Host
+from deploys.permissions import ADD_HOST, CHANGE_HOST, REQUEST_DEPLOY, require
+from deploys.transports import TransportError
+from deploys.transports.ssh import HostKeyInfo, fingerprint_sha256, parse_pinned_key
+from deploys.transports.ssh import probe_host_key as _probe_host_key
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser as User
+
+KEY_PROBE_TIMEOUT = 10.0
+KEY_MATERIAL_ERROR = "Enter the path of the key file on the worker, not the key itself."
+
+
+def probe_host_key(host: str, port: int, timeout: float) -> HostKeyInfo:
+    """Indirection so tests without a test host can stand in for the network."""
+    return _probe_host_key(host, port, timeout)
+
+
+def _audit_host(kind: str, actor: User | None, host: Host, payload: dict[str, Any]) -> None:
+    record(kind=kind, actor=actor, obj=host, host_name=host.name, payload=payload)
+
+
+def transport_error(action: str, exc: TransportError) -> ValidationError:
+    """A TransportError as the ValidationError a form shows ("<action>: <why>")."""
+    return ValidationError(f"{action}: {exc}", code=type(exc).__name__)
+
+
+def host_probe_key(*, address: str, port: int) -> HostKeyInfo:
+    """The key the host presents now (step 1 of adding a host; nothing is stored)."""
+    try:
+        return probe_host_key(address, port, KEY_PROBE_TIMEOUT)
+    except TransportError as exc:
+        raise transport_error(f"Cannot read the host key of {address}:{port}", exc) from exc
+
+
+def _key_line(key: HostKeyInfo) -> str:
+    return f"{key.key_type} {key.base64}"
+
+
+def looks_like_key_material(text: str) -> bool:
+    """A pasted private key rather than a path (the forms check it too, so the key is
+    never echoed back into a page)."""
+    return "PRIVATE KEY" in text or "\n" in text.strip()
+
+
+def _clean_key_file(auth: str, key_file: str) -> str:
+    key_file = key_file.strip()
+    if auth == Host.Auth.AGENT:
+        return ""
+    if looks_like_key_material(key_file):
+        # Never let key material reach the database, the page or the audit log.
+        raise ValidationError({"key_file": [KEY_MATERIAL_ERROR]})
+    if not key_file:
+        raise ValidationError({"key_file": ["A key file path is required for key-file auth."]})
+    if not key_file.startswith("/"):
+        raise ValidationError({"key_file": ["Use an absolute path (the worker's cwd varies)."]})
+    return key_file
+
+
+def host_create(
+    *,
+    name: str,
+    address: str,
+    created_by: User,
+    ssh_port: int = 22,
+    username: str = "root",
+    transport: str = Host.Transport.SSH,
+    auth: str = Host.Auth.KEY_FILE,
+    key_file: str = "",
+    host_key: str = "",
+    confirmed_fingerprint: str = "",
+) -> Host:
+    """Add a host with its key pinned (step 2: the admin confirmed the fingerprint).
+
+    For SSH, `host_key` ("type base64") is the key shown in step 1 and
+    `confirmed_fingerprint` the fingerprint the admin confirmed; the host is probed again
+    and must still present exactly that key, else nothing is saved.
+    """
+    require(created_by, ADD_HOST, "add hosts")
+    host = Host(
+        name=name.strip(),
+        address=address.strip(),
+        ssh_port=ssh_port,
+        username=username.strip(),
+        transport=transport,
+        auth=auth,
+    )
+    key: HostKeyInfo | None = None
+    if transport == Host.Transport.SSH:
+        host.key_file = _clean_key_file(auth, key_file)
+        key = _confirmed_key(host, host_key, confirmed_fingerprint)
+        now = timezone.now()
+        host.presented_host_key = host.host_key = _key_line(key)
+        host.presented_fingerprint = host.host_key_fingerprint = key.fingerprint_sha256
+        host.host_key_confirmed_by = created_by
+        host.host_key_confirmed_at = now
+    else:
+        host.key_file = ""
+    host.full_clean()
+    with transaction.atomic():
+        host.save()
+        _audit_host(
+            AuditKind.HOST_ADDED,
+            created_by,
+            host,
+            {
+                "address": host.address,
+                "ssh_port": host.ssh_port,
+                "username": host.username,
+                "transport": host.transport,
+                "auth": host.auth,
+            },
+        )
+        if key is not None:
+            _audit_host(
+                AuditKind.HOST_KEY_PINNED,
+                created_by,
+                host,
+                {"fingerprint": key.fingerprint_sha256, "key_type": key.key_type},
+            )
+    return host
+
+
+def _confirmed_key(host: Host, host_key: str, confirmed_fingerprint: str) -> HostKeyInfo:
+    """The key to pin: parsed, matching what the admin confirmed and what the host
+    presents right now (a key swapped between the two steps is refused)."""
+    if not host_key or not confirmed_fingerprint:
+        raise ValidationError("Read the host key first and confirm its fingerprint.")
+    try:
+        pkey = parse_pinned_key(host_key)
+    except ValueError as exc:
+        raise ValidationError(f"Not an SSH host key: {exc}") from exc
+    shown = HostKeyInfo(pkey.get_name(), pkey.get_base64(), fingerprint_sha256(pkey))
+    if shown.fingerprint_sha256 != confirmed_fingerprint.strip():
+        raise ValidationError("The confirmed fingerprint does not belong to the key shown.")
+    presented = host_probe_key(address=host.address, port=host.ssh_port)
+    if presented.fingerprint_sha256 != shown.fingerprint_sha256:
+        raise ValidationError(
+            f"{host.address}:{host.ssh_port} now presents another host key "
+            f"({presented.fingerprint_sha256}) than the one you confirmed "
+            f"({shown.fingerprint_sha256}); nothing was saved. Check the host out of band."
+        )
+    return shown
+
+
+def host_rescan_key(*, host: Host, actor: User) -> HostKeyInfo:
+    """Read the key the host presents now (e.g. after a reinstall) for an admin to
+    compare; the pinned key stays in force until `host_pin_key`."""
+    require(actor, CHANGE_HOST, "change hosts")
+    if host.transport != Host.Transport.SSH:
+        raise ValidationError("Only SSH hosts have a host key.")
+    key = host_probe_key(address=host.address, port=host.ssh_port)
+    with transaction.atomic():
+        Host.objects.filter(pk=host.pk).update(
+            presented_host_key=_key_line(key), presented_fingerprint=key.fingerprint_sha256
+        )
+        _audit_host(
+            AuditKind.HOST_KEY_PRESENTED,
+            actor,
+            host,
+            {
+                "fingerprint": key.fingerprint_sha256,
+                "pinned_fingerprint": host.host_key_fingerprint,
+            },
+        )
+    host.refresh_from_db()
+    return key
+
+
+def host_pin_key(*, host: Host, fingerprint: str, actor: User) -> Host:
+    """Pin the presented key whose fingerprint the admin confirmed (conditional: a
+    rescan in between that changed the presented key makes this refuse)."""
+    require(actor, CHANGE_HOST, "change hosts")
+    previous = host.host_key_fingerprint
+    with transaction.atomic():
+        pinned = (
+            Host.objects.filter(pk=host.pk, presented_fingerprint=fingerprint.strip())
+            .exclude(presented_host_key="")
+            .update(
+                host_key=F("presented_host_key"),
+                host_key_fingerprint=F("presented_fingerprint"),
+                host_key_confirmed_by=actor,
+                host_key_confirmed_at=timezone.now(),
+            )
+        )
+        if not pinned:
+            raise ValidationError(
+                "The presented key changed since you looked at it (or none was read): "
+                "read it again and compare the fingerprint."
+            )
+        _audit_host(
+            AuditKind.HOST_KEY_PINNED,
+            actor,
+            host,
+            {"fingerprint": fingerprint.strip(), "previous_fingerprint": previous},
+        )
+    host.refresh_from_db()
+    return host
+
+
+def host_request_probe(*, host: Host, actor: User) -> None:
+    """Queue a probe job (read-only on the host; operators may ask for one too)."""
+    if not (actor.has_perm(CHANGE_HOST) or actor.has_perm(REQUEST_DEPLOY)):
+        raise PermissionDenied("You are not allowed to probe hosts.")
+    if host.archived:
+        raise ValidationError(f"{host.name} is archived.")
+    if host.transport == Host.Transport.SSH and not host.key_pinned:
+        raise ValidationError(f"Pin the host key of {host.name} before probing it.")
+    with transaction.atomic():
+        transaction.on_commit(functools.partial(queue.enqueue_probe, host.pk, actor.pk))
+
+
+def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) -> Host:
+    """Save a probe's facts (from `deploys.probe.probe_host`); linting then targets them."""
+    errors = [str(e) for e in facts.get("errors", [])]
+    with transaction.atomic():
+        host = Host.objects.select_for_update().get(pk=host.pk)
+        host.systemd_version = facts.get("systemd_version")
+        host.vllm_version = str(facts.get("vllm_version") or "")[:30]
+        host.gpu_count = facts.get("gpu_count")
+        host.gpus = list(facts.get("gpus") or [])
+        host.managed_units = list(facts.get("managed_units") or [])
+        host.probed_at = timezone.now()
+        host.probe_error = "\n".join(errors)
+        host.save(
+            update_fields=[
+                "systemd_version",
+                "vllm_version",
+                "gpu_count",
+                "gpus",
+                "managed_units",
+                "probed_at",
+                "probe_error",
+            ]
+        )
+        _audit_host(
+            AuditKind.HOST_PROBED,
+            actor,
+            host,
+            {
+                "systemd_version": host.systemd_version,
+                "vllm_version": host.vllm_version,
+                "gpu_count": host.gpu_count,
+                "managed_units": [u.get("name", "") for u in host.managed_units],
+                "errors": errors,
+            },
+        )
+    return host
+
+
+def host_record_probe_error(*, host: Host, error: str, actor: User | None) -> Host:
+    """A probe that could not connect (unreachable, key mismatch): keep the old facts,
+    show why on the host page, and record it."""
+    with transaction.atomic():
+        Host.objects.filter(pk=host.pk).update(probe_error=error)
+        _audit_host(
+            AuditKind.HOST_PROBE_FAILED,
+            actor,
+            host,
+            {"error": error[:2000]},
+        )
+    host.refresh_from_db()
+    return host
+
+
+__all__ = [
+    "KEY_MATERIAL_ERROR",
+    "host_create",
+    "host_pin_key",
+    "host_probe_key",
+    "host_record_probe",
+    "host_record_probe_error",
+    "host_request_probe",
+    "host_rescan_key",
+    "looks_like_key_material",
+    "probe_host_key",
+    "transport_error",
+]
