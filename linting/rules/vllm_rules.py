@@ -29,6 +29,7 @@ from linting.vllm.invocation import (
     ArgProblem,
     SpecEntry,
     SpecView,
+    load_json,
     point,
 )
 
@@ -984,7 +985,7 @@ def check_other_json(ctx: UnitContext) -> Iterator[Finding]:
         if option is None or option.dest == "speculative_config":
             continue  # VL301
         try:
-            json.loads(problem.text.text)
+            load_json(problem.text.text)
             continue
         except json.JSONDecodeError as exc:
             ctx.add(

@@ -401,6 +401,18 @@ def _closest(text: str, options: list[str]) -> str | None:
     return close[0] if close else None
 
 
+def load_json(text: str) -> Any:
+    """`json.loads`, with nesting too deep for Python's parser reported as the
+    JSONDecodeError it is to vLLM (whose own `json.loads` then fails at start-up) instead
+    of a RecursionError that would crash the linter (issue 9: 100k-deep arrays)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError(
+            "nested too deeply (Python's json parser gives up with RecursionError)", text, 0
+        ) from None
+
+
 def check_type(kind: str | None, text: str, version: str) -> str | None:
     """Why the version's argparse `type` function rejects `text`, or None if it accepts."""
     if kind == "int":
@@ -420,7 +432,7 @@ def check_type(kind: str | None, text: str, version: str) -> str | None:
         if not stripped.startswith(("{", "[")):
             return None  # some JSON flags also take a plain string (union_dict_and_str)
         try:
-            json.loads(text)
+            load_json(text)
         except json.JSONDecodeError as exc:
             return f"not valid JSON: {exc.msg} at character {exc.pos + 1}"
     return None
@@ -542,7 +554,7 @@ def _speculative_sources(args: VllmArgs) -> list[SpecSource]:
             sources.append(SpecSource(option, [], "json"))  # '' / 'None' → no config
             continue
         try:
-            parsed = json.loads(value.text)
+            parsed = load_json(value.text)
         except json.JSONDecodeError as exc:
             sources.append(SpecSource(option, [], "json", error=exc))
             continue
@@ -561,7 +573,7 @@ def _dotted_value(text: str, args: VllmArgs) -> Any:
     """How FlexibleArgumentParser turns a dotted key's value into JSON: json.loads, else
     (0.33) human_readable_int, else the string."""
     try:
-        return json.loads(text)
+        return load_json(text)
     except json.JSONDecodeError:
         if args.catalog.parser.dotted_values_human_int:
             try:

@@ -1,0 +1,45 @@
+"""Hostile input to the linter: deeply nested JSON in vLLM's JSON flags (issue 9).
+
+Python's `json.loads` gives up with RecursionError on ~1,000 levels of nesting; lintunits
+must report that as the invalid value it is (vLLM's own `json.loads` would fail the same
+way), never as an internal error.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from linting.cli import run
+
+DEEP = "[" * 100_000 + "]" * 100_000
+DEEP_OBJECT = '{"a":' * 100_000 + "1" + "}" * 100_000
+
+
+def _lint(tmp_path: Path, exec_start: str) -> tuple[int, str, str]:
+    unit = tmp_path / "vllm.service"
+    unit.write_text(f"[Service]\nType=exec\nExecStart={exec_start}\n", encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    code = run([str(unit), "--no-shellcheck"], out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("flag", ["--compilation-config", "--speculative-config"])
+@pytest.mark.parametrize("value", [DEEP, DEEP_OBJECT], ids=["array", "object"])
+def test_json_nested_100k_deep_is_a_finding_not_an_internal_error(
+    tmp_path: Path, flag: str, value: str
+) -> None:
+    code, out, err = _lint(tmp_path, f"/opt/vllm/bin/vllm serve /models/m {flag} '{value}'")
+    assert "internal error" not in err
+    assert code == 1, (out[-500:], err[-500:])
+    assert "nested too deeply" in out
+
+
+def test_json_nested_deep_in_a_dotted_key_is_not_an_internal_error(tmp_path: Path) -> None:
+    code, _out, err = _lint(
+        tmp_path, f"/opt/vllm/bin/vllm serve /models/m --speculative-config.method '{DEEP}'"
+    )
+    assert "internal error" not in err
+    assert code in (0, 1)
