@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from django.contrib.auth.decorators import login_required, permission_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import render
@@ -14,14 +13,14 @@ from audit.exports import csv_lines, json_chunks
 from audit.forms import HistoryFilterForm
 from audit.models import AuditEvent
 from audit.selectors import audit_event_list, audit_kind_choices
+from specadmin.access import requires
 
 PAGE_SIZE = 50
 EXPORT_CHUNK = 2000
 VIEW_PERMISSION = "audit.view_auditevent"
 
 
-@login_required
-@permission_required(VIEW_PERMISSION, raise_exception=True)
+@requires(VIEW_PERMISSION)
 def history(request: HttpRequest) -> HttpResponse:
     form = HistoryFilterForm(request.GET)
     page = None
@@ -32,14 +31,12 @@ def history(request: HttpRequest) -> HttpResponse:
     return render(request, "audit/history.html", context, status=200 if page is not None else 400)
 
 
-@login_required
-@permission_required(VIEW_PERMISSION, raise_exception=True)
+@requires(VIEW_PERMISSION)
 def export_csv(request: HttpRequest) -> HttpResponse:
     return _export(request, csv_lines, "text/csv; charset=utf-8", "csv")
 
 
-@login_required
-@permission_required(VIEW_PERMISSION, raise_exception=True)
+@requires(VIEW_PERMISSION)
 def export_json(request: HttpRequest) -> HttpResponse:
     return _export(request, json_chunks, "application/json", "json")
 

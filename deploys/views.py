@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.forms import Form
@@ -37,19 +36,9 @@ from deploys.permissions import (
 )
 from deploys.services import deploy_requests, hosts
 from deploys.transports import TransportError
+from specadmin.access import requires
 
 PAGE_SIZE = 50
-
-View = Callable[..., HttpResponse]
-
-
-def requires(*perms: str) -> Callable[[View], View]:
-    """Login first (anonymous users go to the login page), then the permissions (403)."""
-
-    def decorator(view: View) -> View:
-        return login_required(permission_required(perms, raise_exception=True)(view))
-
-    return decorator
 
 
 def _form_errors(form: Form, exc: ValidationError) -> None:

@@ -6,25 +6,24 @@ that knows what systemd or vLLM would reject and says so in the user's terms, so
 form only splits multi-line fields into the list/dict shapes of the data and leaves the
 verdict to validation (and, on save, to the services that enforce it).
 
-`build_preview()` turns data into what the edit page shows beside the form: the rendered
-unit with line numbers, its lint findings, and every message grouped by form field.
+Labels and help texts live in `units.field_texts`; what the edit page shows beside the
+form (unit, findings, messages per field) in `units.preview`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
 
-from linting.findings import Severity
 from linting.systemd.catalog import available_versions as systemd_versions
 from linting.vllm.catalog import available_versions as vllm_versions
 from units import selectors
-from units.linting import ProfileLint, lint_profile
+from units.field_texts import HELP, LABELS, SECTIONS
 from units.models import PROFILE_FIELDS, RESTART_CHOICES, ServiceProfile
+from units.preview import FieldRow, Issue, Section
 from units.profile_data import (
     BOOL_FIELDS,
     INT_FIELDS,
@@ -34,126 +33,7 @@ from units.profile_data import (
 )
 from units.selectors import NO_METHOD
 from units.speculative import SPEC_FIELDS, method_shape, spec_methods
-from units.validation import field_choices, field_errors
-
-GENERAL = "__all__"  # issues no single field causes
-
-# (anchor, title, fields): the edit page's sections, in the order an operator thinks.
-SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    (
-        "service",
-        "Service",
-        (
-            "name",
-            "description",
-            "vllm_executable",
-            "host",
-            "port",
-            "target_vllm_version",
-            "target_systemd_version",
-        ),
-    ),
-    (
-        "model",
-        "Model",
-        (
-            "model",
-            "served_model_names",
-            "max_model_len",
-            "max_num_seqs",
-            "quantization",
-            "kv_cache_dtype",
-            "trust_remote_code",
-        ),
-    ),
-    (
-        "gpus",
-        "GPUs",
-        (
-            "gpu_devices",
-            "tensor_parallel_size",
-            "enable_expert_parallel",
-            "gpu_memory_utilization",
-            "gpu_free_wait",
-            "gpu_free_wait_sec",
-            "gpu_free_threshold_mib",
-        ),
-    ),
-    ("speculative", "Speculative decoding", ("spec_method", *SPEC_FIELDS)),
-    ("extra", "Extra arguments", ("extra_args",)),
-    ("environment", "Environment", ("environment",)),
-    (
-        "systemd",
-        "systemd",
-        (
-            "user",
-            "group",
-            "working_directory",
-            "restart",
-            "restart_sec",
-            "timeout_start_sec",
-            "timeout_stop_sec",
-        ),
-    ),
-)
-
-LABELS: dict[str, str] = {
-    "name": "Unit name",
-    "description": "Description",
-    "vllm_executable": "vLLM executable",
-    "model": "Model",
-    "served_model_names": "Served model names",
-    "host": "Listen address",
-    "port": "Port",
-    "tensor_parallel_size": "Tensor parallel size",
-    "gpu_devices": "GPU devices",
-    "gpu_memory_utilization": "GPU memory utilization",
-    "max_model_len": "Max model length",
-    "max_num_seqs": "Max sequences",
-    "quantization": "Quantization",
-    "kv_cache_dtype": "KV cache dtype",
-    "trust_remote_code": "Trust remote code",
-    "enable_expert_parallel": "Expert parallel",
-    "spec_method": "Method",
-    "spec_num_tokens": "Speculative tokens",
-    "spec_prompt_lookup_min": "Prompt lookup min",
-    "spec_prompt_lookup_max": "Prompt lookup max",
-    "spec_draft_model": "Draft model",
-    "spec_draft_tensor_parallel_size": "Draft tensor parallel size",
-    "extra_args": "Extra arguments",
-    "environment": "Environment variables",
-    "user": "User",
-    "group": "Group",
-    "working_directory": "Working directory",
-    "restart": "Restart",
-    "restart_sec": "Restart delay (s)",
-    "timeout_start_sec": "Start timeout (s)",
-    "timeout_stop_sec": "Stop timeout (s)",
-    "gpu_free_wait": "Wait for free GPUs before start",
-    "gpu_free_wait_sec": "GPU-free wait (s)",
-    "gpu_free_threshold_mib": "GPU-free threshold (MiB)",
-    "target_vllm_version": "Target vLLM version",
-    "target_systemd_version": "Target systemd version",
-}
-
-HELP: dict[str, str] = {
-    "name": "The unit is NAME.service. Letters, digits, “_”, “-”, “.”, “:”.",
-    "vllm_executable": "Absolute path to `vllm`, or to a venv's python (runs the API server).",
-    "model": "Local path or Hugging Face ID.",
-    "served_model_names": "One per line; clients use these names in requests.",
-    "host": "0.0.0.0 listens on every interface.",
-    "gpu_devices": "CUDA_VISIBLE_DEVICES: indices (0,1,2) or GPU UUIDs; empty: all GPUs.",
-    "gpu_memory_utilization": "Fraction of each GPU's memory vLLM may use, e.g. 0.9.",
-    "max_model_len": "Tokens, e.g. 32768, 32k or 128K.",
-    "spec_method": "Methods offered are those the target vLLM version accepts.",
-    "extra_args": "One argument per line: an option and its value on separate lines "
-    "(or --option=value).",
-    "environment": "One NAME=value per line. GPUs are set above, not here.",
-    "gpu_free_wait_sec": "Bounded wait; must fit inside the start timeout.",
-    "gpu_free_threshold_mib": "A GPU counts as free at or below this much used memory.",
-    "target_vllm_version": "Flags and speculative methods are checked against this version.",
-    "target_systemd_version": "Unit-file keys and Exec= parsing are checked for this version.",
-}
+from units.validation import field_choices
 
 _LINE_FIELDS = frozenset({"served_model_names", "extra_args", "environment"})
 _SELECT_FIELDS = frozenset(
@@ -437,123 +317,3 @@ class ProfileFilterForm(forms.Form):
             "host": data.get("host", ""),
             "archived": archived,
         }
-
-
-# -- what the edit page shows beside the form ------------------------------------------
-
-
-@dataclass(frozen=True)
-class Issue:
-    """One message next to a field: a validation error or a lint finding."""
-
-    severity: str  # "error" | "warning" | "info"
-    message: str
-    code: str = ""
-    line: int | None = None
-
-
-@dataclass(frozen=True)
-class FieldRow:
-    field: forms.BoundField
-    issues: list[Issue]
-    hidden: bool = False
-
-
-@dataclass(frozen=True)
-class Section:
-    anchor: str
-    title: str
-    rows: list[FieldRow]
-
-
-@dataclass(frozen=True)
-class UnitLine:
-    number: int
-    text: str
-    severity: str = ""
-    codes: tuple[str, ...] = ()
-
-
-@dataclass
-class Preview:
-    """The rendered unit (None when the data cannot be rendered yet), its findings, and
-    every message per form field (GENERAL for the rest)."""
-
-    lines: list[UnitLine] | None
-    findings: list[tuple[str, Issue]]  # (field label, issue), in line order
-    issues: dict[str, list[Issue]] = field(default_factory=dict)
-
-    @property
-    def counts(self) -> dict[str, int]:
-        counts = {"error": 0, "warning": 0, "info": 0}
-        for _, issue in self.findings:
-            counts[issue.severity] += 1
-        return counts
-
-    @property
-    def invalid_fields(self) -> int:
-        """Fields with an error (what blocks a save); warnings alone need no fix."""
-        return sum(
-            1
-            for name, items in self.issues.items()
-            if name != GENERAL and any(issue.severity == "error" for issue in items)
-        )
-
-    def field_issues(self) -> list[tuple[str, list[Issue]]]:
-        """Every field (and GENERAL) with its issues, empty ones included, so an
-        out-of-band swap also clears messages that were fixed."""
-        return [(name, self.issues.get(name, [])) for name in (*PROFILE_FIELDS, GENERAL)]
-
-
-def build_preview(
-    data: dict[str, Any], extra_errors: dict[str, list[str]] | None = None
-) -> Preview:
-    """Validate, render and lint `data` without saving anything.
-
-    Validation messages come first at each field; lint findings follow with their rule
-    code and unit line. The unit is rendered and linted once: the blocking findings are
-    the same ones the save's lint stage reports, so they are shown once, as findings."""
-    data = normalize_profile_data(data)
-    errors = field_errors(data)
-    for name, messages in (extra_errors or {}).items():
-        errors.setdefault(name, []).extend(messages)
-    lint: ProfileLint | None
-    try:
-        lint = lint_profile(data)
-    except (ValueError, TypeError, KeyError, ArithmeticError):
-        # Values the unit cannot hold yet (validation names them at their fields).
-        lint = None
-    issues: dict[str, list[Issue]] = {
-        name: [Issue("error", m) for m in messages] for name, messages in errors.items()
-    }
-    findings: list[tuple[str, Issue]] = []
-    severity_by_line: dict[int, Severity] = {}
-    codes_by_line: dict[int, list[str]] = {}
-    for finding in lint.report.findings if lint else ():
-        name = lint.field_of(finding)
-        issue = Issue(
-            severity=str(finding.severity),
-            message=lint.describe(finding),
-            code=finding.code,
-            line=finding.span.start.line,
-        )
-        issues.setdefault(name, []).append(issue)
-        findings.append((LABELS.get(name, "Unit"), issue))
-        for number in range(finding.span.start.line, finding.span.end.line + 1):
-            severity_by_line[number] = max(
-                severity_by_line.get(number, Severity.INFO), finding.severity
-            )
-            codes_by_line.setdefault(number, []).append(finding.code)
-    findings.sort(key=lambda item: (item[1].line or 0, item[1].code))
-    lines = None
-    if lint is not None:
-        lines = [
-            UnitLine(
-                number,
-                line,
-                str(severity_by_line[number]) if number in severity_by_line else "",
-                tuple(dict.fromkeys(codes_by_line.get(number, ()))),
-            )
-            for number, line in enumerate(lint.text.splitlines(), start=1)
-        ]
-    return Preview(lines=lines, findings=findings, issues=issues)

@@ -22,11 +22,10 @@ from linting.systemd.catalog import available_versions as systemd_versions
 from linting.vllm.catalog import (
     UnknownVllmVersion,
     VllmCatalog,
-    _version_key,
     available_versions,
     load_catalog,
 )
-from linting.vllm.invocation import parse_human_int
+from linting.vllm.invocation import accepts_tera_suffix, parse_human_int
 from units.linting import ProfileLint, is_blocking, lint_profile
 from units.models import PROFILE_FIELDS, RESTART_CHOICES, ServiceProfile
 from units.names import validate_unit_name
@@ -352,7 +351,7 @@ class _Checker:
         try:
             tokens = parse_human_int(text, version)
         except ValueError as exc:
-            tera = ", 1t / 1T" if _version_key(version) >= (0, 16, 0) else ""
+            tera = ", 1t / 1T" if accepts_tera_suffix(version) else ""
             detail = f"vLLM {version} refuses it: {exc}" if "Decimals" in str(exc) else ""
             self.add(
                 "max_model_len",

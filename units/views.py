@@ -8,11 +8,10 @@ groups (`units.roles`), checked here, never by group name.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required, permission_required
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -20,18 +19,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from specadmin.access import requires
 from units import selectors, services
-from units.forms import (
-    GENERAL,
-    LABELS,
-    CloneForm,
-    Issue,
-    ProfileFilterForm,
-    ProfileForm,
-    build_preview,
-    method_fields,
-)
+from units.field_texts import LABELS
+from units.forms import CloneForm, ProfileFilterForm, ProfileForm, method_fields
 from units.models import ProfileVersion, ServiceProfile
+from units.preview import GENERAL, Issue, build_preview
 from units.profile_data import is_ascii_digits, profile_data
 
 VIEW = "units.view_serviceprofile"
@@ -52,17 +45,6 @@ LIST_COLUMNS = (
     "archived",
     "updated_at",
 )
-
-View = Callable[..., HttpResponse]
-
-
-def requires(*perms: str) -> Callable[[View], View]:
-    """Login first (anonymous users go to the login page), then the permissions (403)."""
-
-    def decorator(view: View) -> View:
-        return login_required(permission_required(perms, raise_exception=True)(view))
-
-    return decorator
 
 
 def can_edit(user: Any) -> bool:

@@ -438,13 +438,18 @@ def check_type(kind: str | None, text: str, version: str) -> str | None:
     return None
 
 
+def accepts_tera_suffix(version: str) -> bool:
+    """Whether `version`'s human_readable_int() knows `t`/`T` (see `_TERA_SINCE`)."""
+    return _version_key(version) >= _TERA_SINCE
+
+
 def parse_human_int(text: str, version: str) -> int:
     """vLLM's human_readable_int(): `32k` = 32000, `32K` = 32768, `25.6k` = 25600."""
     value = text.strip()
     match = _HUMAN_INT.fullmatch(value)
     if match:
         number, suffix = match.groups()
-        tera = _version_key(version) >= _TERA_SINCE
+        tera = accepts_tera_suffix(version)
         decimal = {"k": 10**3, "m": 10**6, "g": 10**9} | ({"t": 10**12} if tera else {})
         binary = {"K": 2**10, "M": 2**20, "G": 2**30} | ({"T": 2**40} if tera else {})
         if suffix in decimal:
@@ -468,7 +473,7 @@ def human_int_problem(text: str, version: str) -> str | None:
         return (
             f'argparse exits with "invalid human_readable_int value: {text!r}" (accepted: '
             "an integer, optionally with k/m/g (×1000) or K/M/G (×1024)"
-            + (", t/T" if _version_key(version) >= _TERA_SINCE else "")
+            + (", t/T" if accepts_tera_suffix(version) else "")
             + ")"
         )
     return None

@@ -12,8 +12,10 @@ from django.test import Client
 from django.urls import reverse
 
 from tests.units.factories import baseline, ngram
-from units.forms import LABELS, initial_from_data
+from units.field_texts import LABELS
+from units.forms import initial_from_data
 from units.models import PROFILE_FIELDS, ProfileVersion, ServiceProfile
+from units.preview import build_preview
 from units.profile_data import model_values, normalize_profile_data
 from units.roles import VIEWER, ensure_roles
 from units.services import profile_create, profile_update
@@ -350,8 +352,6 @@ def test_warnings_are_shown_but_do_not_block(alice: AbstractBaseUser) -> None:
 
 
 def test_fields_with_only_warnings_are_not_counted_as_to_fix() -> None:
-    from units.forms import build_preview
-
     preview = build_preview(baseline(restart="no"))
     assert [issue.severity for issue in preview.issues["restart"]] == ["warning"]
     assert preview.invalid_fields == 0
