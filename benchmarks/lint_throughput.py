@@ -87,7 +87,8 @@ def shellcheck_seconds(files: list[str]) -> float:
     """ShellCheck's own time on the scripts of `files`, as the linter batches it (cache
     off): the floor under a cold `lintunits` run with ShellCheck on."""
     os.environ["LINTUNITS_CACHE_DIR"] = "off"
-    from linting.context import LintOptions, UnitContext, shell_script
+    from linting.context import UnitContext, shell_script
+    from linting.options import LintOptions
     from linting.shell.shellcheck import ShellScript, check_scripts, clear_cache
     from linting.unitfile import parse_file
 

@@ -19,8 +19,8 @@ from deploys.connect import transport_for
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.transports.push import DEFAULT_UNIT_DIR as UNIT_DIR
 from deploys.transports.push import MAX_UNIT_BYTES, sha256_hex
-from linting.context import LintOptions
 from linting.findings import Finding
+from linting.options import LintOptions
 from linting.systemd.catalog import UnknownSystemdVersion
 from linting.systemd.catalog import load_catalog as load_systemd_catalog
 from linting.vllm.catalog import available_versions as vllm_catalog_versions

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TextIO
 
 from linting.config import ConfigError, load_config
-from linting.context import LintOptions
 from linting.engine import lint_paths
 from linting.findings import Severity
 from linting.fixes import fixed_texts, unified_diff
+from linting.options import LintOptions
 from linting.report import Report
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2

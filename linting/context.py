@@ -19,8 +19,9 @@ from linting.execline.environ import EnvProblem, EnvVar, load_environment_files,
 from linting.execline.environment import Substitution
 from linting.execline.extract_word import Word
 from linting.execline.shells import ShellInvocation, find_shell_script
-from linting.execline.specifiers import HostFacts, UnitFacts, local_host_facts, specifier_values
+from linting.execline.specifiers import UnitFacts, local_host_facts, specifier_values
 from linting.findings import Finding, Fix, Severity
+from linting.options import LintOptions
 from linting.spans import Span
 from linting.unitfile import Assignment, UnitFile
 
@@ -57,29 +58,6 @@ EXEC_DIRECTORIES = (
     ("LogsDirectory", "LOGS_DIRECTORY", "/var/log"),
     ("ConfigurationDirectory", "CONFIGURATION_DIRECTORY", "/etc"),
 )
-
-
-@dataclass
-class LintOptions:
-    systemd_version: int | None = None
-    vllm_version: str | None = None
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    fail_on: Severity = Severity.ERROR
-    shellcheck: bool = True
-    host_facts: HostFacts | None = None
-
-    @property
-    def effective_systemd_version(self) -> int:
-        from linting.systemd.catalog import DEFAULT_SYSTEMD_VERSION
-
-        return self.systemd_version or DEFAULT_SYSTEMD_VERSION
-
-    @property
-    def effective_vllm_version(self) -> str:
-        from linting.vllm.catalog import DEFAULT_VLLM_VERSION
-
-        return self.vllm_version or DEFAULT_VLLM_VERSION
 
 
 @dataclass

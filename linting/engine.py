@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from linting.context import LintOptions, RunContext, UnitContext
+from linting.context import RunContext, UnitContext
 from linting.findings import Finding
+from linting.options import LintOptions
 from linting.report import CommandInfo, FileReport, InputError, Report
 from linting.rules.registry import all_rules, selected
 from linting.unitfile import UnitFile, parse_file, parse_text

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from linting.context import LintOptions
 from linting.engine import lint_units
 from linting.findings import Finding, Severity
+from linting.options import LintOptions
 from linting.report import InputError, Report
 from linting.unitfile import UnitFile, parse_text
 from units.profile_data import normalize_profile_data

@@ -32,8 +32,8 @@ from deploys.models import DeployRequest, Host, PushedUnit
 from deploys.selectors import lint_versions
 from deploys.transports import Transport, TransportError, UnitPushError, push_unit
 from deploys.transports.push import DEFAULT_UNIT_DIR, PushResult, sha256_hex, verify_problems
-from linting.context import LintOptions
 from linting.findings import Severity
+from linting.options import LintOptions
 from units.linting import lint_rendered
 
 MAX_REASON_CHARS = 2000

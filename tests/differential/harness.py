@@ -15,11 +15,12 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from linting.context import LintOptions, UnitContext
+from linting.context import UnitContext
 from linting.engine import lint_units
 from linting.execline.cunescape import to_bytes
 from linting.execline.specifiers import HostFacts
 from linting.findings import Severity
+from linting.options import LintOptions
 from linting.unitfile import parse_text
 from tests.differential.corpus import UNIT_DIR, Case
 from tests.differential.dumper import OUT_DIR, install_into, parse_records

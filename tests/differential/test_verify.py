@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from linting.context import LintOptions
 from linting.engine import lint_paths
 from linting.findings import Severity
+from linting.options import LintOptions
 from tests.differential.corpus import all_cases
 from tests.differential.dumper import build_dumper
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from linting.context import LintOptions
 from linting.engine import lint_text
 from linting.findings import Finding
 from linting.fixes import apply_edits
+from linting.options import LintOptions
 
 
 def lint(text: str, code: str, name: str = "vllm.service", **options: Any) -> list[Finding]:

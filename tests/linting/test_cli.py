@@ -179,8 +179,8 @@ def test_select_and_ignore(units: Path) -> None:
     ],
 )
 def test_shellcheck_runs_when_some_sc_code_is_selected(select, ignore, shellcheck_runs) -> None:
-    from linting.context import LintOptions
     from linting.engine import _active
+    from linting.options import LintOptions
 
     assert _active("SC", LintOptions(select=select, ignore=ignore)) is shellcheck_runs
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from linting.context import LintOptions, UnitContext
+from linting.context import UnitContext
 from linting.engine import lint_text
 from linting.execline.command import ExecLine, expand_command, parse_exec_value
 from linting.execline.environ import parse_environment
@@ -28,6 +28,7 @@ from linting.execline.specifiers import (
     specifier_table,
     specifier_values,
 )
+from linting.options import LintOptions
 from linting.spans import Pos, Traced
 from linting.unitfile import parse_text
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from linting.context import LintOptions
 from linting.engine import lint_paths, lint_text
+from linting.options import LintOptions
 from linting.report import Report
 
 OPTIONS = LintOptions(shellcheck=False)

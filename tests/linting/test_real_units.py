@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from linting.context import LintOptions
 from linting.engine import lint_paths
 from linting.findings import Severity
+from linting.options import LintOptions
 
 DIRS = [d for d in ("/lib/systemd/system", "/etc/systemd/system") if Path(d).is_dir()]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from linting.context import LintOptions
 from linting.engine import lint_paths
 from linting.findings import Severity
+from linting.options import LintOptions
 from tests.linting.helpers import lint, where
 
 VLLM = "ExecStart=/opt/vllm/bin/vllm serve /models/m\n"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from linting.context import LintOptions
 from linting.engine import lint_paths
 from linting.findings import Severity
+from linting.options import LintOptions
 from tests.linting.helpers import lint, spanned, where
 
 OK = "[Unit]\nDescription=vLLM\n[Service]\nExecStart=/bin/true\n"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from linting.context import LintOptions
 from linting.engine import lint_paths, lint_text
+from linting.options import LintOptions
 from linting.spans import Pos
 from linting.unitfile import dropin_paths, parse_file, parse_text
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from linting.context import LintOptions, UnitContext
+from linting.context import UnitContext
+from linting.options import LintOptions
 from linting.spans import Pos, Traced
 from linting.unitfile import parse_text
 from linting.vllm.catalog import load_catalog

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import linting.rules.vllm_rules  # noqa: F401  (registers the VL rules)
-from linting.context import LintOptions
 from linting.engine import lint_text, lint_units
 from linting.findings import Finding, Severity
+from linting.options import LintOptions
 from linting.unitfile import parse_text
 
 VLLM = "/opt/vllm/bin/vllm serve /models/kimi-k2.5-int4"

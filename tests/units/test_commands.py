@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from linting.context import LintOptions
+from linting.options import LintOptions
 from linting.reporters import render
 from tests.units.factories import baseline
 from units.linting import lint_profiles

@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from linting.context import LintOptions
 from linting.findings import Severity
+from linting.options import LintOptions
 from linting.systemd.catalog import available_versions as systemd_versions
 from linting.vllm.catalog import available_versions as vllm_versions
 from units.linting import lint_profile_data

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from linting.context import LintOptions
 from linting.engine import lint_text
 from linting.findings import Severity
+from linting.options import LintOptions
 from tests.units.factories import baseline, ngram
 from units.linting import lint_profile, lint_profile_data
 from units.rendering import gpu_wait_iterations, line_fields, profile_argv, render_unit
