@@ -3,7 +3,7 @@ Exec commands and their exact argv), computed once per unit."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -20,9 +20,7 @@ from linting.execline.environment import Substitution
 from linting.execline.extract_word import Word
 from linting.execline.shells import ShellInvocation, find_shell_script
 from linting.execline.specifiers import UnitFacts, local_host_facts, specifier_values
-from linting.findings import Finding, Fix, Severity
 from linting.options import LintOptions
-from linting.spans import Span
 from linting.unitfile import Assignment, UnitFile
 
 if TYPE_CHECKING:
@@ -93,7 +91,6 @@ class VllmCommand:
 class UnitContext:
     unit: UnitFile
     options: LintOptions
-    findings: list[Finding] = field(default_factory=list)
 
     @property
     def version(self) -> int:
@@ -267,33 +264,10 @@ class UnitContext:
                 result.append(VllmCommand(cmd, parsed))
         return result
 
-    def add(
-        self,
-        code: str,
-        span: Span,
-        message: str,
-        *,
-        path: str | None = None,
-        fix: Fix | None = None,
-        data: dict | None = None,
-        severity: Severity | None = None,
-        name: str | None = None,
-    ) -> None:
-        from linting.rules.registry import RULES
-
-        rule = RULES.get(code)
-        self.findings.append(
-            Finding(
-                code=code,
-                name=name or (rule.name if rule else code.lower()),
-                severity=severity or (rule.severity if rule else Severity.WARNING),
-                span=span,
-                message=message,
-                path=path or self.unit.path,
-                fix=fix,
-                data=data or {},
-            )
-        )
+    @cached_property
+    def vllm_servers(self) -> list[VllmCommand]:
+        """The unit's vLLM servers: its ExecStart= commands that run vLLM."""
+        return [vc for vc in self.vllm_commands if vc.command.key == "ExecStart"]
 
 
 @dataclass
@@ -302,9 +276,6 @@ class RunContext:
 
     units: list[UnitContext]
     options: LintOptions
-
-    def add(self, unit: UnitContext, *args: object, **kwargs: object) -> None:
-        unit.add(*args, **kwargs)  # type: ignore[arg-type]
 
 
 def load_word(command: Command, word_index: int) -> Word:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import glob
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from linting.context import RunContext, UnitContext
-from linting.findings import Finding
+from linting.findings import Finding, Hit
 from linting.options import LintOptions
 from linting.report import CommandInfo, FileReport, InputError, Report
-from linting.rules.registry import all_rules, selected
+from linting.rules.registry import Rule, all_rules, selected
 from linting.unitfile import UnitFile, parse_file, parse_text
 
 UNIT_SUFFIXES = (
@@ -105,26 +105,29 @@ def lint_units(units: list[UnitFile], options: LintOptions) -> Report:
     if not contexts:
         return Report()
     run = RunContext(contexts, options)
+    found: dict[int, list[Finding]] = {id(ctx): [] for ctx in contexts}
     for ctx in contexts:
         ctx.commands  # noqa: B018  (parse every Exec line once, before threads share them)
     # ShellCheck runs in subprocesses: start it first and let it work while the other
     # rules run in this thread (the wait releases the GIL), instead of one after the other.
     background = [r for r in rules if r.code == "SC" and r.check_run is not None]
     with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = [pool.submit(_drain, r.check_run, run) for r in background]  # type: ignore[arg-type]
+        pending = [pool.submit(_run_findings, r, run) for r in background]
         for ctx in contexts:
             for rule in rules:
                 if rule.check is not None:
-                    ctx.findings.extend(rule.check(ctx) or ())
+                    found[id(ctx)].extend(_unit_findings(rule, ctx))
         for rule in rules:
             if rule.check_run is not None and rule not in background:
-                contexts[0].findings.extend(rule.check_run(run) or ())
+                for ctx, finding in _run_findings(rule, run):
+                    found[id(ctx)].append(finding)
         for future in pending:
-            contexts[0].findings.extend(future.result())
+            for ctx, finding in future.result():
+                found[id(ctx)].append(finding)
     report = Report()
     active = {r.code for r in rules}
     for ctx in contexts:
-        findings = _filter(ctx, active)
+        findings = _filter(ctx, found[id(ctx)], active)
         file_report = FileReport(ctx.unit.path, findings, _commands(ctx), dict(ctx.unit.sources))
         report.files.append(file_report)
     # findings a cross-file check attached to one unit but that belong to another file
@@ -140,8 +143,29 @@ def lint_units(units: list[UnitFile], options: LintOptions) -> Report:
     return report
 
 
-def _drain(check: Callable[[RunContext], Iterable[Finding]], run: RunContext) -> list[Finding]:
-    return list(check(run) or ())
+def finding(rule: Rule, ctx: UnitContext, hit: Hit) -> Finding:
+    """A check's hit as a finding: the rule supplies code, name and severity."""
+    return Finding(
+        code=hit.code or rule.code,
+        name=hit.name or rule.name,
+        severity=hit.severity or rule.severity,
+        span=hit.span,
+        message=hit.message,
+        path=hit.path or ctx.unit.path,
+        fix=hit.fix,
+        data=hit.data or {},
+    )
+
+
+def _unit_findings(rule: Rule, ctx: UnitContext) -> Iterator[Finding]:
+    assert rule.check is not None
+    for hit in rule.check(ctx):
+        yield finding(rule, ctx, hit)
+
+
+def _run_findings(rule: Rule, run: RunContext) -> list[tuple[UnitContext, Finding]]:
+    assert rule.check_run is not None
+    return [(ctx, finding(rule, ctx, hit)) for ctx, hit in rule.check_run(run)]
 
 
 def _active(code: str, options: LintOptions) -> bool:
@@ -162,10 +186,10 @@ def _owner(finding: Finding, by_path: dict[str, FileReport]) -> FileReport:
     return next(iter(by_path.values()))
 
 
-def _filter(ctx: UnitContext, active: set[str]) -> list[Finding]:
+def _filter(ctx: UnitContext, findings: list[Finding], active: set[str]) -> list[Finding]:
     result: list[Finding] = []
     seen: set[tuple] = set()
-    for f in ctx.findings:
+    for f in findings:
         dynamic = f.code.startswith("SC")  # ShellCheck's own codes are not in the catalog
         if not (f.code in active or dynamic) or not selected(
             f.code, ctx.options.select, ctx.options.ignore

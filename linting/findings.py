@@ -56,3 +56,22 @@ class Finding:
     @property
     def sort_key(self) -> tuple:
         return (self.path, self.span.start, self.code, self.message)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """What a check yields: where, what, and facts for machine readers. The engine makes it
+    a `Finding` with the rule's code, name and severity, so a check never repeats them.
+
+    `path` names the file when it is not the unit's main file (a drop-in); `severity` is
+    only for a finding milder than its rule (an optional hook is a warning, not an error);
+    `code` and `name` only for a rule that reports another tool's codes (ShellCheck)."""
+
+    span: Span
+    message: str
+    data: dict | None = None
+    path: str | None = None
+    fix: Fix | None = None
+    severity: Severity | None = None
+    code: str | None = None
+    name: str | None = None

@@ -10,6 +10,7 @@ any error with the `-` prefix: systemd logs "…, ignoring") or make the unit fa
 
 from __future__ import annotations
 
+import enum
 import posixpath
 from dataclasses import dataclass, field
 
@@ -30,9 +31,23 @@ EXEC_KEYS = (
 )
 
 
+class ExecProblemKind(enum.StrEnum):
+    """What `config_parse_exec()` logs about an Exec value (src/core/load-fragment.c)."""
+
+    UNBALANCED_QUOTE = "unbalanced-quote"  # "Unbalanced quoting"
+    UNKNOWN_ESCAPE = "unknown-escape"  # "Ignoring unknown escape sequences"
+    UNKNOWN_SPECIFIER = "unknown-specifier"  # "Failed to resolve unit specifiers"
+    RELATIVE_PATH = "relative-path"  # "Neither a valid executable name nor an absolute path"
+    EMPTY_PATH = "empty-path"
+    UNSAFE_PATH = "unsafe-path"  # "Executable name contains special characters"
+    DIRECTORY_PATH = "directory-path"  # "Executable path specifies a directory"
+    EMPTY_ARGV0 = "empty-argv0"  # "Empty executable name or zeroeth argument"
+    SEMICOLON = "semicolon"  # `;` as a command separator (deprecated from v257)
+
+
 @dataclass(frozen=True)
 class ExecProblem:
-    kind: str
+    kind: ExecProblemKind
     message: str
     span: Span
     fatal: bool  # True: the unit fails to load; False: systemd warns (maybe drops the command)
@@ -106,7 +121,7 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
     text = value.text
     pos = 0
 
-    def fail(kind: str, message: str, span: Span, ignore: bool, **data: object) -> None:
+    def fail(kind: ExecProblemKind, message: str, span: Span, ignore: bool, **data: object) -> None:
         line.problems.append(ExecProblem(kind, message, span, fatal=not ignore, data=dict(data)))
         if ignore:
             line.dropped = True
@@ -116,7 +131,7 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
     def unknown_specifier(exc: SpecifierError, word: Traced, ignore: bool) -> None:
         at = word.span(exc.use.offset, exc.use.offset + 2)
         fail(
-            "unknown-specifier",
+            ExecProblemKind.UNKNOWN_SPECIFIER,
             f"unknown specifier '%{exc.use.letter}'",
             at,
             ignore,
@@ -128,7 +143,10 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
         if version >= 257:
             line.problems.append(
                 ExecProblem(
-                    "semicolon", "';' as a command separator is deprecated", span, fatal=False
+                    ExecProblemKind.SEMICOLON,
+                    "';' as a command separator is deprecated",
+                    span,
+                    fatal=False,
                 )
             )
 
@@ -138,7 +156,7 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
         except ExtractError as exc:
             # config_parse_exec: `if (r <= 0) return 0;` — logged, the rest is dropped.
             fail(
-                "unbalanced-quote",
+                ExecProblemKind.UNBALANCED_QUOTE,
                 "Unbalanced quoting",
                 value.span(exc.offset, exc.offset + 1),
                 True,
@@ -161,17 +179,27 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
         path = path_traced.text
         word_span = value.span(first.start, first.end)
         if not path:
-            fail("empty-path", "Empty path in command line", word_span, ignore)
+            fail(ExecProblemKind.EMPTY_PATH, "Empty path in command line", word_span, ignore)
             return line
         if not string_is_safe(path):
-            fail("unsafe-path", "Executable name contains special characters", word_span, ignore)
+            fail(
+                ExecProblemKind.UNSAFE_PATH,
+                "Executable name contains special characters",
+                word_span,
+                ignore,
+            )
             return line
         if path.endswith("/"):
-            fail("directory-path", "Executable path specifies a directory", word_span, ignore)
+            fail(
+                ExecProblemKind.DIRECTORY_PATH,
+                "Executable path specifies a directory",
+                word_span,
+                ignore,
+            )
             return line
         if not path.startswith("/") and not _filename_is_valid(path):
             fail(
-                "relative-path",
+                ExecProblemKind.RELATIVE_PATH,
                 "Neither a valid executable name nor an absolute path",
                 word_span,
                 ignore,
@@ -204,7 +232,7 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
                 word, pos = extract_first_word(value, pos)
             except ExtractError as exc:
                 fail(
-                    "unbalanced-quote",
+                    ExecProblemKind.UNBALANCED_QUOTE,
                     "Unbalanced quoting",
                     value.span(exc.offset, exc.offset + 1),
                     ignore,
@@ -221,7 +249,12 @@ def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, st
             words.append(word)
             argv.append(resolved)
         if not argv:
-            fail("empty-argv0", "Empty executable name or zeroeth argument", word_span, ignore)
+            fail(
+                ExecProblemKind.EMPTY_ARGV0,
+                "Empty executable name or zeroeth argument",
+                word_span,
+                ignore,
+            )
             return line
         line.commands.append(
             ExecCommand(
@@ -241,7 +274,7 @@ def _note_unknown_escapes(line: ExecLine, value: Traced, word: Word) -> None:
     for offset in word.unknown_escapes:
         line.problems.append(
             ExecProblem(
-                "unknown-escape",
+                ExecProblemKind.UNKNOWN_ESCAPE,
                 "Ignoring unknown escape sequence",
                 value.span(offset, min(offset + 2, len(value))),
                 fatal=False,

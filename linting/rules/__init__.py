@@ -1,3 +1,6 @@
-"""Every rule module; importing this package registers the whole catalog."""
+"""Every rule family; importing this package registers the whole catalog
+(`linting.rules.registry` holds it)."""
 
-from linting.rules import exec_traps, gpu_ops, shellcheck_rule, unit_syntax, vllm_rules  # noqa: F401
+from linting.rules import ex, op, sc, sd, vl
+
+__all__ = ["ex", "op", "sc", "sd", "vl"]

@@ -1,5 +1,10 @@
 """The rule catalog: one place that knows every code, drives --select/--ignore, the docs
-and --explain (as sqlfluff's and ruff's rule catalogs do)."""
+and --explain (as sqlfluff's and ruff's rule catalogs do).
+
+A rule lives in `linting/rules/<family>/<CODE>.py`: one check function, named after the
+rule, whose docstring is the rule's documentation, registered with `@rule(CODE, SEVERITY)`.
+Importing `linting.rules` (which importing this module does first) registers them all.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,15 @@ import inspect
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from linting.findings import Finding, Severity
+from linting.findings import Hit, Severity
 
 if TYPE_CHECKING:
     from linting.context import RunContext, UnitContext
+
+    UnitCheck = Callable[[UnitContext], Iterable[Hit]]
+    RunCheck = Callable[[RunContext], Iterable[tuple[UnitContext, Hit]]]
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
 
@@ -33,8 +41,9 @@ class Rule:
     summary: str
     doc: dict[str, str]
     fix: str  # "safe", "none"
-    check: Callable[[UnitContext], Iterable[Finding]] | None = None
-    check_run: Callable[[RunContext], Iterable[Finding]] | None = None
+    # A check of one unit, or (per-run rules) of all units of a run at once.
+    check: UnitCheck | None = None
+    check_run: RunCheck | None = None
 
     @property
     def family(self) -> str:
@@ -74,10 +83,10 @@ def register(
     fix: str = "none",
     doc: str,
     per_run: bool = False,
-) -> Callable:
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register a check function under a stable code (codes are never reused)."""
 
-    def wrap(func: Callable) -> Callable:
+    def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
         if code in RULES:
             raise ValueError(f"rule code {code} registered twice")
         summary, sections = _parse_doc(doc)
@@ -99,14 +108,26 @@ def register(
     return wrap
 
 
-def declare(code: str, name: str, severity: Severity, *, doc: str, fix: str = "none") -> None:
-    """A rule whose findings are produced elsewhere (e.g. by the parser or ShellCheck)."""
-    register(code, name, severity, doc=doc, fix=fix)(lambda ctx: ())
+def rule(
+    code: str, severity: Severity, *, fix: str = "none", per_run: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator for the check in `linting/rules/<family>/<CODE>.py`. One name per rule: the
+    rule's name is the check's (`unknown_section` → `unknown-section`), its documentation
+    the check's docstring, and the module must be named after the code."""
+
+    def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
+        module = func.__module__.rpartition(".")[2]
+        if module != code:
+            raise ValueError(f"rule {code} must live in a module named {code}, not {module}")
+        if not func.__doc__:
+            raise ValueError(f"rule {code} has no documentation")
+        name = func.__name__.replace("_", "-")
+        return register(code, name, severity, fix=fix, doc=func.__doc__, per_run=per_run)(func)
+
+    return wrap
 
 
 def all_rules() -> list[Rule]:
-    import linting.rules  # noqa: F401  (registers every rule module)
-
     return [RULES[c] for c in sorted(RULES, key=_code_key)]
 
 
@@ -116,7 +137,6 @@ def _code_key(code: str) -> tuple[str, int]:
 
 
 def get_rule(code: str) -> Rule | None:
-    all_rules()
     return RULES.get(code.upper())
 
 

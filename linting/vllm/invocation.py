@@ -9,6 +9,7 @@ finding can say exactly what ``vllm serve`` would do.
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 from collections.abc import Iterator
@@ -33,13 +34,27 @@ ALL_INTERFACES = ("", "None", "0.0.0.0", "::", "[::]")
 DEFAULT_PORT = 8000  # vllm/entrypoints/openai/cli_args.py `port: int = 8000`
 
 
+class ArgProblemKind(enum.StrEnum):
+    """What argparse or vLLM's argv pre-processing rejects (or ignores)."""
+
+    UNKNOWN_FLAG = "unknown_flag"
+    AMBIGUOUS_FLAG = "ambiguous_flag"  # a prefix of several options (allow_abbrev)
+    REMOVED_FLAG = "removed_flag"  # existed in older versions (--speculative-model, …)
+    MISSING_VALUE = "missing_value"
+    UNEXPECTED_VALUE = "unexpected_value"  # `--flag=value` for a flag that takes none
+    WRONG_TYPE = "wrong_type"  # the option's argparse `type` fails
+    INVALID_JSON = "invalid_json"
+    INVALID_CHOICE = "invalid_choice"  # outside argparse `choices`
+    RUNTIME_CHOICE = "runtime_choice"  # outside a list vLLM checks at engine start
+    MODEL_OPTION = "model_option"  # `vllm serve --model X` where the version refuses it
+    EXTRA_POSITIONAL = "extra_positional"
+
+
 @dataclass(frozen=True)
 class ArgProblem:
     """Something argparse or vLLM's argv pre-processing rejects (or ignores)."""
 
-    kind: str  # unknown_flag | ambiguous_flag | removed_flag | missing_value |
-    #            unexpected_value | wrong_type | invalid_json | invalid_choice |
-    #            runtime_choice | model_option | extra_positional
+    kind: ArgProblemKind
     text: Traced  # the characters the problem is about
     message: str
     option: ParsedOption | None = None
@@ -197,7 +212,7 @@ class _Parser:
             option.inline = match.spelling not in ("short_concat", "dash_o")
             if not spec.takes_value and not match.json_path:
                 self._problem(
-                    "unexpected_value",
+                    ArgProblemKind.UNEXPECTED_VALUE,
                     value,
                     f'`{match.name}` takes no value: argparse exits with "argument '
                     f"{_names(spec)}: ignored explicit argument '{match.value}'\"",
@@ -243,7 +258,7 @@ class _Parser:
             key = key.partition(".")[0]
         if key in self.catalog.removed_flags:
             self._problem(
-                "removed_flag",
+                ArgProblemKind.REMOVED_FLAG,
                 word,
                 f"`{key}` no longer exists in vLLM {self.catalog.version}",
                 data={"flag": key},
@@ -253,7 +268,7 @@ class _Parser:
             hits = sorted({n for n in self.catalog.all_names if n.startswith(key)})
             if len(hits) > 1:
                 self._problem(
-                    "ambiguous_flag",
+                    ArgProblemKind.AMBIGUOUS_FLAG,
                     word,
                     f'`{key}` is an ambiguous abbreviation: argparse exits with "ambiguous '
                     f'option: {key} could match {", ".join(hits[:6])}"',
@@ -262,7 +277,7 @@ class _Parser:
                 return
         suggestion = self.catalog.suggest_flag(word.text)
         self._problem(
-            "unknown_flag",
+            ArgProblemKind.UNKNOWN_FLAG,
             word,
             f"vLLM {self.catalog.version} does not know `{word.text.partition('=')[0]}`",
             suggestion=suggestion,
@@ -274,7 +289,7 @@ class _Parser:
         if isinstance(spec.nargs, int) and spec.nargs > 1:
             what = f"{spec.nargs} arguments"
         self._problem(
-            "missing_value",
+            ArgProblemKind.MISSING_VALUE,
             option.word,
             f'`{option.word.text}` needs a value: argparse exits with "argument '
             f'{_names(spec)}: expected {what}"',
@@ -292,13 +307,13 @@ class _Parser:
         problem = check_type(spec.type, text, self.catalog.version)
         name = _names(spec)
         if problem is not None:
-            kind = "invalid_json" if spec.type == "json" else "wrong_type"
+            kind = ArgProblemKind.INVALID_JSON if spec.type == "json" else ArgProblemKind.WRONG_TYPE
             self._problem(kind, value, problem, option, data={"type": spec.type})
             return
         if spec.choices is not None and not _in_choices(text, spec):
             suggestion = _closest(text, [str(c) for c in spec.choices])
             self._problem(
-                "invalid_choice",
+                ArgProblemKind.INVALID_CHOICE,
                 value,
                 f'argparse exits with "argument {name}: invalid choice: {text!r}"',
                 option,
@@ -309,7 +324,7 @@ class _Parser:
         runtime = self.catalog.runtime_choices.get(spec.dest)
         if runtime is not None and spec.choices is None and text not in runtime:
             self._problem(
-                "runtime_choice",
+                ArgProblemKind.RUNTIME_CHOICE,
                 value,
                 f"{text!r} is not a {spec.dest} method of vLLM {self.catalog.version}",
                 option,
@@ -319,7 +334,7 @@ class _Parser:
 
     def _problem(
         self,
-        kind: str,
+        kind: ArgProblemKind,
         text: Traced,
         message: str,
         option: ParsedOption | None = None,
@@ -345,7 +360,7 @@ class _Parser:
                 # for the exact word `--model` (vllm/utils/__init__.py:1856 in 0.11.0,
                 # vllm/utils.py:1338 in 0.8.5); `--model=X` slips through.
                 self._problem(
-                    "model_option",
+                    ArgProblemKind.MODEL_OPTION,
                     exact[0].word,
                     f'vLLM {self.catalog.version} refuses to start: "ValueError: With '
                     "`vllm serve`, you should provide the model as a positional argument "
@@ -363,7 +378,7 @@ class _Parser:
             model, source = model_opts[-1].value, "--model"
         for extra in positionals:
             self._problem(
-                "extra_positional",
+                ArgProblemKind.EXTRA_POSITIONAL,
                 extra,
                 f'argparse exits with "unrecognized arguments: {extra.text}"',
             )

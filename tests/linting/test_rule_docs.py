@@ -75,7 +75,9 @@ def catalog(monkeypatch: pytest.MonkeyPatch) -> list[Rule]:
     registry.register("VL201", "gpu-memory-utilization-range", Severity.ERROR, doc=VL_DOC)(
         lambda ctx: ()
     )
-    registry.declare("EX101", "braced-unset-variable", Severity.WARNING, doc=EX_DOC, fix="safe")
+    registry.register("EX101", "braced-unset-variable", Severity.WARNING, doc=EX_DOC, fix="safe")(
+        lambda ctx: ()
+    )
     return registry.all_rules()
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-import linting.rules.vllm_rules  # noqa: F401  (registers the VL rules)
 from linting.engine import lint_text, lint_units
 from linting.findings import Finding, Severity
 from linting.options import LintOptions

@@ -1,13 +1,17 @@
-"""SC: ShellCheck on the scripts of `bash|sh|dash|ksh -c SCRIPT` commands, as the shell
-receives them, with positions mapped back into the unit file (hadolint's approach)."""
-
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from linting.context import RunContext, UnitContext, shell_script
-from linting.findings import Finding, Severity
-from linting.rules.registry import register
+from linting.findings import Hit, Severity
+from linting.rules.registry import rule
+from linting.shell.shellcheck import (
+    ShellCheckFailed,
+    ShellCheckUnavailable,
+    ShellScript,
+    check_scripts,
+    dialect_for,
+)
 
 _LEVELS = {
     "error": Severity.ERROR,
@@ -17,12 +21,9 @@ _LEVELS = {
 }
 
 
-@register(
-    "SC",
-    "shellcheck",
-    Severity.WARNING,
-    per_run=True,
-    doc="""
+@rule("SC", Severity.WARNING, per_run=True)
+def shellcheck(run: RunContext) -> Iterator[tuple[UnitContext, Hit]]:
+    """
     ShellCheck's findings (`SC####`) in scripts embedded in Exec lines.
 
     What it does:
@@ -47,19 +48,9 @@ _LEVELS = {
     ExecStartPre=/bin/bash -c 'pgrep -f vllm | xargs -r kill'
     ```
     See https://www.shellcheck.net/wiki/ for each code.
-    """,
-)
-def check_shell_scripts(run: RunContext) -> Iterator[Finding]:
+    """
     if not run.options.shellcheck:
-        return iter(())
-    from linting.shell.shellcheck import (
-        ShellCheckFailed,
-        ShellCheckUnavailable,
-        ShellScript,
-        check_scripts,
-        dialect_for,
-    )
-
+        return
     jobs: list[tuple[UnitContext, str, ShellScript]] = []
     for ctx in run.units:
         for cmd in ctx.commands:
@@ -74,7 +65,7 @@ def check_shell_scripts(run: RunContext) -> Iterator[Finding]:
             exported = tuple(sorted(ctx.environment))
             jobs.append((ctx, cmd.assignment.path, ShellScript(arg.value, dialect, exported)))
     if not jobs:
-        return iter(())
+        return
     try:
         results = check_scripts([job[2] for job in jobs])
     except (ShellCheckUnavailable, ShellCheckFailed) as exc:
@@ -82,23 +73,27 @@ def check_shell_scripts(run: RunContext) -> Iterator[Finding]:
         # still matter); it says the scripts went unchecked and why.
         ctx, path, _ = jobs[0]
         what = "is not available" if isinstance(exc, ShellCheckUnavailable) else "failed"
-        ctx.add(
-            "SC",
-            ctx.unit.headers[0].span if ctx.unit.headers else jobs[0][2].text.span(),
-            f"ShellCheck {what}, embedded scripts were not checked: {exc}",
-            path=path,
-            severity=Severity.INFO,
-            name="shellcheck-unavailable",
+        yield (
+            ctx,
+            Hit(
+                ctx.unit.headers[0].span if ctx.unit.headers else jobs[0][2].text.span(),
+                f"ShellCheck {what}, embedded scripts were not checked: {exc}",
+                path=path,
+                severity=Severity.INFO,
+                name="shellcheck-unavailable",
+            ),
         )
-        return iter(())
+        return
     for (ctx, path, _script), findings in zip(jobs, results, strict=True):
         for f in findings:
-            ctx.add(
-                f.code,
-                f.span,
-                f"{f.message} (ShellCheck, script line {f.script_line})",
-                path=path,
-                severity=_LEVELS.get(f.level, Severity.INFO),
-                name="shellcheck",
+            yield (
+                ctx,
+                Hit(
+                    f.span,
+                    f"{f.message} (ShellCheck, script line {f.script_line})",
+                    path=path,
+                    severity=_LEVELS.get(f.level, Severity.INFO),
+                    code=f.code,
+                    name="shellcheck",
+                ),
             )
-    return iter(())

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from linting.context import UnitContext, shell_script
+from linting.findings import Hit, Severity
+from linting.rules.registry import rule
+
+
+@rule("OP406", Severity.WARNING)
+def fixed_sleep_before_start(ctx: UnitContext) -> Iterator[Hit]:
+    """
+    A fixed `sleep` in `ExecStartPre=` instead of a check.
+
+    What it does:
+    Reports `ExecStartPre=` commands that only sleep (`/bin/sleep 30`, `bash -c 'sleep 30'`).
+
+    Why is this bad?
+    A fixed pause is either too short (the GPUs are not free yet and vLLM fails with
+    out-of-memory after a long load) or too long (every restart wastes the time). Wait for
+    the condition instead, with a bound.
+
+    Example:
+    ```ini
+    ExecStartPre=/bin/sleep 30
+    ```
+
+    Use instead:
+    ```ini
+    ExecStartPre=/bin/bash -c 'for i in $(seq 1 30); do [ -z "$$(nvidia-smi --query-compute-apps=pid --format=csv,noheader)" ] && exit 0; sleep 2; done; exit 1'
+    ```
+    """
+    for cmd in ctx.commands:
+        if cmd.key != "ExecStartPre":
+            continue
+        argv = cmd.argv
+        is_sleep = cmd.command.path.rsplit("/", 1)[-1] == "sleep"
+        found = shell_script(cmd)
+        if found is not None:
+            is_sleep = bool(re.fullmatch(r"\s*sleep\s+\S+\s*;?\s*", found[1].value.text))
+        if not is_sleep:
+            continue
+        yield Hit(
+            cmd.assignment.value.span(),
+            f"`{' '.join(argv)}` waits a fixed time instead of checking that the GPUs are "
+            "free; wait for the condition with a bounded loop",
+            path=cmd.assignment.path,
+        )

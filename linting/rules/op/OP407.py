@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from linting.context import Command, UnitContext, shell_script
+from linting.cuda import visible_gpu_count
+from linting.findings import Hit, Severity
+from linting.rules.registry import rule
+from linting.spans import Traced, join
+
+_GPU_SELECT = re.compile(r"nvidia-smi\b[^|;&\n]*?(?:\s-i\s*|\s--id[= ])([0-9][0-9,\s]*)")
+
+
+def gpus_in_use(ctx: UnitContext) -> int | None:
+    """How many GPUs the unit uses: CUDA_VISIBLE_DEVICES, else --tensor-parallel-size."""
+    visible = ctx.environment.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.value.strip():
+        return visible_gpu_count(visible.value)
+    for vc in ctx.vllm_servers:
+        size = vc.args.int_value("tensor_parallel_size")
+        if size:
+            return size
+    return None
+
+
+def _command_line(cmd: Command) -> Traced:
+    """The argv joined with blanks, like a shell line (`nvidia-smi -i 0,1 …`), every
+    character still pointing into the file (a blank at the end of the word before it)."""
+    parts: list[Traced] = []
+    last = cmd.assignment.value.origins[0]
+    for arg in cmd.args:
+        if parts:
+            parts.append(Traced(" ", (last,)))
+        parts.append(arg.value)
+        last = arg.value.origins[-1] if arg.value.origins else last
+    return join(parts)
+
+
+@rule("OP407", Severity.WARNING)
+def gpu_check_covers_subset(ctx: UnitContext) -> Iterator[Hit]:
+    """
+    A GPU check that looks at fewer GPUs than the service uses.
+
+    What it does:
+    Finds `nvidia-smi -i LIST` / `--id=LIST` in `ExecStartPre=`, `ExecStartPost=`,
+    `ExecStop=` and `ExecStopPost=` commands (run directly or inside `bash -c` scripts) and
+    compares the number of GPUs in LIST with `CUDA_VISIBLE_DEVICES` (or
+    `--tensor-parallel-size`).
+
+    Why is this bad?
+    The seed deployment's cleanup checked GPUs 0–3 of 8: leftovers on GPUs 4–7 went
+    unnoticed and the next start failed out of memory after loading for half an hour.
+
+    Example:
+    ```ini
+    Environment=CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7
+    ExecStartPre=/bin/bash -c 'nvidia-smi -i 0,1,2,3 --query-gpu=memory.used --format=csv,noheader,nounits'
+    ```
+
+    Use instead:
+    ```ini
+    ExecStartPre=/bin/bash -c 'nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits'
+    ```
+    (no `-i`: every GPU is listed).
+    """
+    total = gpus_in_use(ctx)
+    if not total:
+        return
+    for cmd in ctx.commands:
+        if cmd.key not in ("ExecStartPre", "ExecStopPost", "ExecStartPost", "ExecStop"):
+            continue
+        found = shell_script(cmd)
+        traced = found[1].value if found else _command_line(cmd)
+        for m in _GPU_SELECT.finditer(traced.text):
+            ids = [x for x in re.split(r"[,\s]+", m.group(1).strip()) if x]
+            if len(ids) >= total:
+                continue
+            yield Hit(
+                traced.span(m.start(1), m.start(1) + len(m.group(1).rstrip())),
+                f"this check looks at GPU(s) {','.join(ids)} only, but the service uses "
+                f"{total} GPUs: leftovers on the others go unnoticed",
+                path=cmd.assignment.path,
+            )
