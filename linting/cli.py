@@ -18,6 +18,12 @@ from linting.findings import Severity
 from linting.fixes import fixed_texts, unified_diff
 from linting.options import LintOptions
 from linting.report import Report
+from linting.reporters import FORMATS, render
+from linting.rules.docs import explain, list_rules_json, list_rules_text
+from linting.rules.registry import all_rules
+from linting.systemd.catalog import UnknownSystemdVersion, load_catalog
+from linting.vllm.catalog import UnknownVllmVersion
+from linting.vllm.catalog import load_catalog as load_vllm
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -33,8 +39,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(prog: str = "lintunits") -> argparse.ArgumentParser:
-    from linting.reporters import FORMATS
-
     p = _Parser(
         prog=prog,
         description="Lint systemd units that run vLLM: what systemd and vLLM would really do.",
@@ -100,10 +104,6 @@ def _codes(values: Sequence[str] | None) -> tuple[str, ...]:
 
 
 def _options(args: argparse.Namespace, config: dict) -> tuple[LintOptions, str]:
-    from linting.systemd.catalog import UnknownSystemdVersion, load_catalog
-    from linting.vllm.catalog import UnknownVllmVersion
-    from linting.vllm.catalog import load_catalog as load_vllm
-
     systemd_version = args.systemd_version or config.get("systemd-version")
     vllm_version = args.vllm_version or config.get("vllm-version")
     try:
@@ -115,7 +115,6 @@ def _options(args: argparse.Namespace, config: dict) -> tuple[LintOptions, str]:
         raise UsageError(str(exc)) from None
     fail_on = args.fail_on or config.get("fail-on", "error")
     fmt = args.format or config.get("format", "text")
-    from linting.reporters import FORMATS
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r} (use {', '.join(FORMATS)})")
@@ -181,10 +180,6 @@ def _run(
 ) -> int:
     parser = build_parser(prog)
     args = parser.parse_args(list(argv))
-    from linting.reporters import render
-    from linting.rules.docs import explain, list_rules_json, list_rules_text
-    from linting.rules.registry import all_rules
-
     if args.explain:
         try:
             text = explain(args.explain)

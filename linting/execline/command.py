@@ -14,7 +14,7 @@ import enum
 import posixpath
 from dataclasses import dataclass, field
 
-from linting.execline.environment import Substitution, expand_word
+from linting.execline.env_substitution import Substitution, expand_word
 from linting.execline.extract_word import WHITESPACE, ExtractError, Word, extract_first_word
 from linting.execline.specifiers import SpecifierError, resolve
 from linting.spans import Span, Traced
@@ -116,158 +116,174 @@ def _filename_is_valid(name: str) -> bool:
 
 
 def parse_exec_value(value: Traced, version: int, specifier_values: dict[str, str]) -> ExecLine:
-    """Parse one Exec*= value the way systemd loads it."""
-    line = ExecLine(value, [], [])
-    text = value.text
-    pos = 0
+    """Parse one Exec*= value the way systemd loads it: command after command while a `;`
+    separates them (`config_parse_exec()`'s `do { … } while (semicolon)`)."""
+    parser = _ExecParser(value, version, specifier_values)
+    while parser.command():
+        pass
+    return parser.line
 
-    def fail(kind: ExecProblemKind, message: str, span: Span, ignore: bool, **data: object) -> None:
-        line.problems.append(ExecProblem(kind, message, span, fatal=not ignore, data=dict(data)))
-        if ignore:
-            line.dropped = True
-        else:
-            line.fatal = True
 
-    def unknown_specifier(exc: SpecifierError, word: Traced, ignore: bool) -> None:
-        at = word.span(exc.use.offset, exc.use.offset + 2)
-        fail(
-            ExecProblemKind.UNKNOWN_SPECIFIER,
-            f"unknown specifier '%{exc.use.letter}'",
-            at,
-            ignore,
-            letter=exc.use.letter,
-        )
+class _ExecParser:
+    """The steps of one pass of `config_parse_exec()` (src/core/load-fragment.c), each a
+    method: the first word (a lone `;`, the prefixes, specifiers), the checks of the
+    executable path, the argument loop, the check of argv[0]. A method that finds a problem
+    records it and returns None: systemd stops parsing the value there."""
 
-    def separator(span: Span) -> None:
-        """A `;` between commands: documented as deprecated from v257 on."""
-        if version >= 257:
-            line.problems.append(
-                ExecProblem(
-                    ExecProblemKind.SEMICOLON,
-                    "';' as a command separator is deprecated",
-                    span,
-                    fatal=False,
-                )
-            )
+    def __init__(self, value: Traced, version: int, specifier_values: dict[str, str]) -> None:
+        self.value = value
+        self.version = version
+        self.specifier_values = specifier_values
+        self.line = ExecLine(value, [], [])
+        self.pos = 0
 
-    while True:
-        try:
-            first, pos = extract_first_word(value, pos)
-        except ExtractError as exc:
-            # config_parse_exec: `if (r <= 0) return 0;` — logged, the rest is dropped.
-            fail(
-                ExecProblemKind.UNBALANCED_QUOTE,
-                "Unbalanced quoting",
-                value.span(exc.offset, exc.offset + 1),
-                True,
-            )
-            return line
+    def command(self) -> bool:
+        """Parse one command; True when a `;` separator says another one follows."""
+        first = self._first_word()
         if first is None:
-            return line
-        _note_unknown_escapes(line, value, first)
+            return False
         if first.value.text == ";":
-            separator(value.span(first.start, first.end))
-            continue
-        prefixes, _ = _split_prefixes(first.value.text, version)
+            self._separator(self.value.span(first.start, first.end))
+            return True
+        prefixes, _ = _split_prefixes(first.value.text, self.version)
         ignore = "-" in prefixes
         first_rest = first.value[len(prefixes) :]
-        try:
-            path_traced = resolve(first_rest, version, specifier_values)
-        except SpecifierError as exc:
-            unknown_specifier(exc, first_rest, ignore)
-            return line
-        path = path_traced.text
-        word_span = value.span(first.start, first.end)
-        if not path:
-            fail(ExecProblemKind.EMPTY_PATH, "Empty path in command line", word_span, ignore)
-            return line
-        if not string_is_safe(path):
-            fail(
-                ExecProblemKind.UNSAFE_PATH,
-                "Executable name contains special characters",
-                word_span,
-                ignore,
-            )
-            return line
-        if path.endswith("/"):
-            fail(
-                ExecProblemKind.DIRECTORY_PATH,
-                "Executable path specifies a directory",
-                word_span,
-                ignore,
-            )
-            return line
-        if not path.startswith("/") and not _filename_is_valid(path):
-            fail(
-                ExecProblemKind.RELATIVE_PATH,
-                "Neither a valid executable name nor an absolute path",
-                word_span,
-                ignore,
-            )
-            return line
-        argv: list[Traced] = [] if "@" in prefixes else [path_traced]
+        word_span = self.value.span(first.start, first.end)
+        path = self._executable(first_rest, word_span, ignore)
+        if path is None:
+            return False
         words = [Word(first_rest, first.start, first.end, first.unknown_escapes, first.quotes)]
-        semicolon = False
-        while pos < len(text):
-            if text[pos] == ";" and (pos + 1 == len(text) or text[pos + 1] in WHITESPACE):
-                sep_start = pos
-                pos += 1
-                while pos < len(text) and text[pos] in WHITESPACE:
-                    pos += 1
-                semicolon = True
-                separator(value.span(sep_start, sep_start + 1))
-                break
-            if text.startswith("\\;", pos) and (
-                pos + 2 == len(text) or text[pos + 2] in WHITESPACE
-            ):
-                start = pos
-                pos += 2
-                while pos < len(text) and text[pos] in WHITESPACE:
-                    pos += 1
-                lit = Traced(";", (value.origins[start],))
-                words.append(Word(lit, start, start + 2, (), ()))
-                argv.append(lit)
-                continue
-            try:
-                word, pos = extract_first_word(value, pos)
-            except ExtractError as exc:
-                fail(
-                    ExecProblemKind.UNBALANCED_QUOTE,
-                    "Unbalanced quoting",
-                    value.span(exc.offset, exc.offset + 1),
-                    ignore,
-                )
-                return line
-            if word is None:
-                break
-            _note_unknown_escapes(line, value, word)
-            try:
-                resolved = resolve(word.value, version, specifier_values)
-            except SpecifierError as exc:
-                unknown_specifier(exc, word.value, ignore)
-                return line
-            words.append(word)
-            argv.append(resolved)
+        argv: list[Traced] = [] if "@" in prefixes else [path]
+        semicolon = self._arguments(words, argv, ignore)
+        if semicolon is None:
+            return False
         if not argv:
-            fail(
+            self._fail(
                 ExecProblemKind.EMPTY_ARGV0,
                 "Empty executable name or zeroeth argument",
                 word_span,
                 ignore,
             )
-            return line
-        line.commands.append(
+            return False
+        exe = path.text
+        self.line.commands.append(
             ExecCommand(
                 prefixes,
-                posixpath.normpath(path) if path.startswith("/") else path,
+                posixpath.normpath(exe) if exe.startswith("/") else exe,
                 words,
                 argv,
                 first.start,
             )
         )
-        if not semicolon:
-            return line
-    return line  # pragma: no cover - loop exits by return
+        return semicolon
+
+    # -- the steps ---------------------------------------------------------------------
+    def _first_word(self) -> Word | None:
+        """`extract_first_word_and_warn()`; `if (r <= 0) return 0;`: an undecodable first
+        word is logged and the rest of the value dropped, whatever the prefixes."""
+        try:
+            first, self.pos = extract_first_word(self.value, self.pos)
+        except ExtractError as exc:
+            at = self.value.span(exc.offset, exc.offset + 1)
+            self._fail(ExecProblemKind.UNBALANCED_QUOTE, "Unbalanced quoting", at, True)
+            return None
+        if first is not None:
+            _note_unknown_escapes(self.line, self.value, first)
+        return first
+
+    def _executable(self, word: Traced, word_span: Span, ignore: bool) -> Traced | None:
+        """Specifiers, then the path checks in systemd's order; None after a failure."""
+        try:
+            path = resolve(word, self.version, self.specifier_values)
+        except SpecifierError as exc:
+            self._unknown_specifier(exc, word, ignore)
+            return None
+        text = path.text
+        if not text:
+            problem = (ExecProblemKind.EMPTY_PATH, "Empty path in command line")
+        elif not string_is_safe(text):
+            problem = (ExecProblemKind.UNSAFE_PATH, "Executable name contains special characters")
+        elif text.endswith("/"):
+            problem = (ExecProblemKind.DIRECTORY_PATH, "Executable path specifies a directory")
+        elif not text.startswith("/") and not _filename_is_valid(text):
+            problem = (
+                ExecProblemKind.RELATIVE_PATH,
+                "Neither a valid executable name nor an absolute path",
+            )
+        else:
+            return path
+        self._fail(*problem, word_span, ignore)
+        return None
+
+    def _arguments(self, words: list[Word], argv: list[Traced], ignore: bool) -> bool | None:
+        """The argument loop: words until the end or a `;` separator (True), `\\;` as a
+        literal `;`; None after a failure."""
+        value, text = self.value, self.value.text
+        while self.pos < len(text):
+            pos = self.pos
+            if text[pos] == ";" and _separated(text, pos + 1):
+                self.pos = _skip_blanks(text, pos + 1)
+                self._separator(value.span(pos, pos + 1))
+                return True
+            if text.startswith("\\;", pos) and _separated(text, pos + 2):
+                self.pos = _skip_blanks(text, pos + 2)
+                literal = Traced(";", (value.origins[pos],))
+                words.append(Word(literal, pos, pos + 2, (), ()))
+                argv.append(literal)
+                continue
+            try:
+                word, self.pos = extract_first_word(value, pos)
+            except ExtractError as exc:
+                at = value.span(exc.offset, exc.offset + 1)
+                self._fail(ExecProblemKind.UNBALANCED_QUOTE, "Unbalanced quoting", at, ignore)
+                return None
+            if word is None:
+                break
+            _note_unknown_escapes(self.line, value, word)
+            try:
+                resolved = resolve(word.value, self.version, self.specifier_values)
+            except SpecifierError as exc:
+                self._unknown_specifier(exc, word.value, ignore)
+                return None
+            words.append(word)
+            argv.append(resolved)
+        return False
+
+    # -- recording problems --------------------------------------------------------------
+    def _fail(
+        self, kind: ExecProblemKind, message: str, span: Span, ignore: bool, **data: object
+    ) -> None:
+        """`return ignore ? 0 : -ENOEXEC;`: with `-` the command is dropped with a warning,
+        without it the unit fails to load."""
+        self.line.problems.append(ExecProblem(kind, message, span, fatal=not ignore, data=data))
+        if ignore:
+            self.line.dropped = True
+        else:
+            self.line.fatal = True
+
+    def _unknown_specifier(self, exc: SpecifierError, word: Traced, ignore: bool) -> None:
+        at = word.span(exc.use.offset, exc.use.offset + 2)
+        message = f"unknown specifier '%{exc.use.letter}'"
+        self._fail(ExecProblemKind.UNKNOWN_SPECIFIER, message, at, ignore, letter=exc.use.letter)
+
+    def _separator(self, span: Span) -> None:
+        """A `;` between commands: documented as deprecated from v257 on."""
+        if self.version >= 257:
+            message = "';' as a command separator is deprecated"
+            self.line.problems.append(
+                ExecProblem(ExecProblemKind.SEMICOLON, message, span, fatal=False)
+            )
+
+
+def _separated(text: str, pos: int) -> bool:
+    """Is `pos` the end of the value or a blank (`!p[1] || strchr(WHITESPACE, p[1])`)?"""
+    return pos == len(text) or text[pos] in WHITESPACE
+
+
+def _skip_blanks(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in WHITESPACE:
+        pos += 1
+    return pos
 
 
 def _note_unknown_escapes(line: ExecLine, value: Traced, word: Word) -> None:

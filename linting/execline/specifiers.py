@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import platform
-import pwd
 import re
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
@@ -97,18 +96,6 @@ class UnitFacts:
     fragment_path: str = ""
     user: str | None = None
     group: str | None = None
-
-
-@lru_cache(maxsize=256)
-def _user_fields(user: str | None) -> tuple[str, str, str, str]:
-    """(name, uid, home, shell) as systemd resolves them for a system service."""
-    if user is None:
-        return "root", "0", "/root", "/bin/sh"
-    try:
-        entry = pwd.getpwnam(user) if not user.isdigit() else pwd.getpwuid(int(user))
-    except KeyError:
-        return user, user if user.isdigit() else "?", "?", "?"
-    return entry.pw_name, str(entry.pw_uid), entry.pw_dir, entry.pw_shell
 
 
 _HEX_ESCAPE = re.compile(r"\\x[0-9a-fA-F]{2}")

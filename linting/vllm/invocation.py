@@ -9,6 +9,7 @@ finding can say exactly what ``vllm serve`` would do.
 
 from __future__ import annotations
 
+import difflib
 import enum
 import json
 import re
@@ -410,8 +411,6 @@ def _in_choices(text: str, spec: FlagSpec) -> bool:
 
 
 def _closest(text: str, options: list[str]) -> str | None:
-    import difflib
-
     close = difflib.get_close_matches(text, options, n=1, cutoff=0.6)
     return close[0] if close else None
 

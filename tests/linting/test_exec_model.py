@@ -17,8 +17,8 @@ import pytest
 from linting.context import UnitContext
 from linting.engine import lint_text
 from linting.execline.command import ExecLine, expand_command, parse_exec_value
-from linting.execline.environ import parse_environment
-from linting.execline.environment import expand_word, split_value
+from linting.execline.env_assignments import parse_environment
+from linting.execline.env_substitution import expand_word, split_value
 from linting.execline.specifiers import (
     HostFacts,
     SpecifierError,

@@ -3,6 +3,8 @@ codes), so CI users without Django get the identical tool as `lintunits`.
 
 `--profiles [NAME…]` lints stored service profiles as rendered (all active ones when no
 name is given) with the same report formats and exit codes; that part needs the database.
+Only Django loads this module, so it may import the project's apps; the `linting` package
+itself never imports it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 from django.core.management.base import BaseCommand
 
 from linting.cli import run
+from units.linting import lint_profiles
 
 
 class Command(BaseCommand):
@@ -21,8 +24,6 @@ class Command(BaseCommand):
         args = argv[2:]
         prog = f"{argv[0]} {argv[1]}"
         if "--profiles" in args:
-            from units.linting import lint_profiles
-
             args = [a for a in args if a != "--profiles"]
             code = run(
                 args,

@@ -3,10 +3,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from linting.context import UnitContext, shell_script
-from linting.execline.waitloops import estimate_script
 from linting.findings import Hit, Severity
 from linting.rules.op._timeouts import fmt_seconds, timeout_in_effect
 from linting.rules.registry import rule
+from linting.shell.waitloops import estimate_script
 
 
 @rule("OP403", Severity.ERROR)

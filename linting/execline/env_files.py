@@ -1,104 +1,14 @@
-"""The environment a unit's commands see: `Environment=` (config_parse_environ() in
-src/core/load-fragment.c) and `EnvironmentFile=` (load_env_file() in src/basic/env-file.c).
-
-`Environment=` words are split and unquoted like Exec words, specifiers are resolved, and
-each must be a valid `NAME=VALUE` assignment ("Invalid environment assignment, ignoring").
-Files override `Environment=`; later assignments override earlier ones; an empty
-`Environment=` resets the list.
-"""
+"""`EnvironmentFile=` (load_env_file() in src/basic/env-file.c): variables read from files,
+overriding `Environment=`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from linting.execline.cunescape import to_bytes
-from linting.execline.environment import is_valid_name
-from linting.execline.extract_word import ExtractError, extract_first_word
-from linting.execline.specifiers import SpecifierError, resolve
-from linting.spans import Span, Traced
+from linting.execline.env_assignments import EnvProblem, EnvProblemKind, EnvVar
+from linting.execline.env_substitution import is_valid_name
+from linting.spans import Traced
 from linting.unitfile import Assignment
-
-
-@dataclass(frozen=True)
-class EnvVar:
-    name: str
-    value: str
-    span: Span  # where it is assigned (the Environment= word, or the EnvironmentFile= path)
-    source: str  # "Environment" or "EnvironmentFile:<path>"
-
-
-@dataclass(frozen=True)
-class EnvProblem:
-    kind: str
-    message: str
-    span: Span
-    path: str = ""  # the file of the assignment (a drop-in, maybe)
-
-
-def parse_environment(
-    assignments: list[Assignment], version: int, specifier_values: dict[str, str]
-) -> tuple[dict[str, EnvVar], list[EnvProblem]]:
-    env: dict[str, EnvVar] = {}
-    problems: list[EnvProblem] = []
-    for a in assignments:
-        if a.value.text == "":
-            env.clear()
-            continue
-        pos = 0
-        while True:
-            try:
-                # config_parse_environ() calls extract_first_word() without the relaxed
-                # retry: an unknown escape fails like unbalanced quoting ("Invalid syntax,
-                # ignoring") and ends the line; the words before it stay set.
-                word, pos = extract_first_word(a.value, pos, relax_escapes=False)
-            except ExtractError as exc:
-                width = 2 if exc.args[0] == "Unknown escape sequence" else 1
-                problems.append(
-                    EnvProblem(
-                        "invalid-syntax",
-                        f"{exc.args[0]}: systemd ignores this and every later assignment "
-                        'on the line ("Invalid syntax, ignoring")',
-                        a.value.span(exc.offset, exc.offset + width),
-                        a.path,
-                    )
-                )
-                break
-            if word is None:
-                break
-            span = a.value.span(word.start, word.end)
-            try:
-                text = resolve(word.value, version, specifier_values).text
-            except SpecifierError as exc:
-                problems.append(
-                    EnvProblem(
-                        "unknown-specifier", f"unknown specifier '%{exc.use.letter}'", span, a.path
-                    )
-                )
-                continue
-            name, eq, value = text.partition("=")
-            # env_assignment_is_valid(): the value must be valid UTF-8 (`\xff` is refused;
-            # measured on 252/257 by tests/differential)
-            if not eq or not is_valid_name(name) or not _utf8(text):
-                problems.append(
-                    EnvProblem(
-                        "invalid-assignment",
-                        f"Invalid environment assignment, ignoring: {text}",
-                        span,
-                        a.path,
-                    )
-                )
-                continue
-            env[name] = EnvVar(name, value, span, "Environment")
-    return env, problems
-
-
-def _utf8(text: str) -> bool:
-    try:
-        to_bytes(text).decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def parse_env_file_text(text: str) -> dict[str, str]:
@@ -193,7 +103,7 @@ def load_environment_files(
         if not path_text.startswith("/"):
             problems.append(
                 EnvProblem(
-                    "relative-path",
+                    EnvProblemKind.RELATIVE_PATH,
                     f"Path '{path_text}' is not absolute, ignoring",
                     raw.span(),
                     a.path,
