@@ -49,7 +49,7 @@ CATALOG_DIR = REPO_ROOT / "linting" / "vllm" / "catalogs"
 DEFAULT_CACHE = Path("/var/tmp/vllm-wheels")
 GENERATED_BY = "tools/gen_vllm_catalog.py"
 
-# Legacy speculative-decoding flags (DESIGN.md, "vLLM": "legacy flags
+# Legacy speculative-decoding flags (docs/architecture.md, "vLLM": "legacy flags
 # `--speculative-model`, `--num-speculative-tokens`, `--ngram-prompt-lookup-*`
 # are gone since 0.8").  Only those absent from a version are listed there.
 LEGACY_SPEC_FLAGS = (

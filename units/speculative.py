@@ -3,9 +3,10 @@ fields each method takes, and the JSON object written to `--speculative-config`.
 
 The methods come from the generated catalog of the target version
 (`speculative_config.methods_accepted`: what the code accepts, not only the `Literal`
-type hint; DESIGN.md "vLLM"). What each method *takes* is ours: a field a method does not
-use is an error rather than silently dropped, because vLLM ≥0.16 refuses unknown keys and
-0.11–0.15 ignore them (a different config would run than the one the operator wrote).
+type hint; docs/architecture.md, "vLLM"). What each method *takes* is ours: a field a
+method does not use is an error rather than silently dropped, because vLLM ≥0.16 refuses
+unknown keys and 0.11–0.15 ignore them (a different config would run than the one the
+operator wrote).
 """
 
 from __future__ import annotations

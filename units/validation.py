@@ -42,7 +42,7 @@ from units.speculative import validate_spec
 Errors = dict[str, list[str]]
 
 # Leave this much of TimeoutStartSec= for the nvidia-smi calls of the GPU-free wait: its
-# sleeps add up to gpu_free_wait_sec, the queries come on top (DESIGN.md fact 6).
+# sleeps add up to gpu_free_wait_sec, the queries come on top (docs/architecture.md fact 6).
 GPU_WAIT_MARGIN_SEC = 30
 MAX_TIMEOUT_SEC = 7 * 24 * 3600
 DB_INT_MAX = 2**31 - 1

@@ -1,5 +1,6 @@
-"""Human output, as DESIGN.md's conventions ask: `path:line:col: CODE message`, the source
-line and a caret line under the exact span, so a reader sees which characters are meant."""
+"""Human output, as docs/architecture.md's conventions ask: `path:line:col: CODE message`,
+the source line and a caret line under the exact span, so a reader sees which characters
+are meant."""
 
 from __future__ import annotations
 

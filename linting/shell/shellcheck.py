@@ -2,7 +2,7 @@
 into the unit file.
 
 hadolint hands the shell of Dockerfile `RUN` lines to ShellCheck and reports `SC` codes
-beside its own (STYLE.md); we do the same, but every finding points at the exact characters
+beside its own; we do the same, but every finding points at the exact characters
 of the *unit file*: the script arrives as a `Traced` (the text the shell receives, plus the
 file position of each character), and ShellCheck's json1 line/column pairs are turned into
 character offsets of that text (see `positions.py` for the column rules we verified).

@@ -441,7 +441,7 @@ def _or_list(values: Sequence[str]) -> str:
 def validate_speculative_config(
     spec: dict[str, Any] | None, catalog: dict[str, Any], version: str
 ) -> dict[str, Any] | None:
-    """Apply the version's SpeculativeConfig rules (DESIGN.md "vLLM" facts)."""
+    """Apply the version's SpeculativeConfig rules (docs/architecture.md, "vLLM")."""
     if spec is None:
         return None
     if not isinstance(spec, dict):

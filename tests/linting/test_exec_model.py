@@ -6,7 +6,7 @@ Load-time facts checked with systemd 252's `systemd-analyze verify`: prefixes (`
 command), unbalanced quotes (first word: "Unbalanced quoting, ignoring", unit loads; later
 word: fatal), specifier letters (table in specifier_tables.json), Environment= with an
 unknown escape ("Invalid syntax, ignoring" drops the rest of the line). Exec-time `$`
-substitution cannot be observed with `systemd-analyze`; those tests follow DESIGN.md
+substitution cannot be observed with `systemd-analyze`; those tests follow docs/architecture.md
 fact 5 / src/basic/env-util.c `replace_env_argv()` and `replace_env()`.
 """
 

@@ -1,5 +1,5 @@
 """EX rules: what systemd does to `$`, `%` and quotes in Exec lines before the program runs
-(DESIGN.md facts 2–5; `$` substitution per src/basic/env-util.c, specifiers checked with
+(docs/architecture.md facts 2–5; `$` substitution per src/basic/env-util.c, specifiers checked with
 systemd 252's `systemd-analyze verify`)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """OP rules: how a GPU service behaves when systemd starts, stops and restarts it
-(DESIGN.md fact 6: TimeoutStartSec= bounds each ExecStartPre= separately, vLLM sends no
+(docs/architecture.md fact 6: TimeoutStartSec= bounds each ExecStartPre= separately, vLLM sends no
 READY=1, KillMode=process lets workers survive)."""
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Why an overlay of a real root: the product talks to hosts over SSH and drives systemd; only a
 real systemd (journal, daemon-reload, Exec expansion) shows what production will do. Booting
 systemd on the machine's own root would run tmpfiles cleanup on the real /tmp, so every boot
-happens on an overlay whose upper layer is a tmpfs we own and throw away (see
-/work/shared/TESTHOST.md).
+happens on an overlay whose upper layer is a tmpfs we own and throw away (docs/architecture.md,
+"Testing against real systemd").
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Escaping for unit files: the only place where profile values become unit-file text.
 
 Each filter inverts one of systemd's parsing steps, applied in reverse order of how
-systemd reads a value (DESIGN.md facts 2, 4, 5):
+systemd reads a value (docs/architecture.md facts 2, 4, 5):
 
 1. `extract_first_word(EXTRACT_UNQUOTE|EXTRACT_CUNESCAPE)` splits and unquotes words,
    C escapes work inside both quote kinds → we quote and escape `\\`, the quote, controls;
