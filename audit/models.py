@@ -54,6 +54,7 @@ class AuditKind(StrEnum):
     JOB_STEP_FINISHED = "job.step_finished"
     JOB_STEP_FAILED = "job.step_failed"
     UNIT_PUSHED = "unit.pushed"
+    UNIT_ADOPTED = "unit.adopted"
     ROLLBACK = "rollback"
 
 

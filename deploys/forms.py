@@ -9,6 +9,7 @@ from django import forms
 from deploys.models import DeployRequest, Host
 from deploys.selectors import deployable_hosts, deployable_versions, host_list
 from deploys.services.hosts import KEY_MATERIAL_ERROR, looks_like_key_material
+from deploys.unit_policy import denied_unit_reason
 from units.models import ProfileVersion
 from units.names import validate_unit_name
 
@@ -47,6 +48,17 @@ class HostConfirmForm(forms.Form):
     fingerprint = forms.CharField(widget=forms.HiddenInput)
     confirm = forms.BooleanField(
         label="I compared this fingerprint with the host's own (out of band) and it matches"
+    )
+
+
+class UnitAdoptForm(forms.Form):
+    """An admin lets specadmin replace a unit file it did not write (issue 9)."""
+
+    unit_name = forms.CharField(max_length=247, help_text="Without .service")
+    comment = forms.CharField(
+        max_length=2000,
+        label="Why specadmin may replace it",
+        widget=forms.Textarea(attrs={"rows": 2}),
     )
 
 
@@ -91,7 +103,21 @@ class DeployRequestForm(forms.Form):
         name = self.cleaned_data["unit_name"].strip()
         if name:
             validate_unit_name(name)  # before any path is built from it
+            denied = denied_unit_reason(name)
+            if denied:
+                raise forms.ValidationError(denied)
         return name
+
+    def clean(self) -> dict[str, Any]:
+        """The default unit name (the profile's) meets the deny list too, before the page
+        reads anything from the host."""
+        data = super().clean()
+        version = data.get("profile_version")
+        if version is not None and not data.get("unit_name") and "unit_name" not in self.errors:
+            denied = denied_unit_reason(version.profile.name)
+            if denied:
+                self.add_error("unit_name", denied)
+        return data
 
 
 class DecisionForm(forms.Form):

@@ -161,4 +161,30 @@ class PushedUnit(models.Model):
         ordering = ["-pushed_at"]
 
 
+class UnitAdoption(models.Model):
+    """An admin's decision that specadmin may overwrite a unit file it did not write: one
+    exact file (host, unit name, sha256 of its content), so a file changed afterwards is
+    not covered (`deploys.unit_policy`)."""
+
+    host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="unit_adoptions")
+    unit_name = models.CharField(max_length=247, validators=[validate_unit_name])
+    sha256 = models.CharField(max_length=64)
+    adopted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    adopted_at = models.DateTimeField(auto_now_add=True)
+    comment = models.TextField()
+
+    class Meta:
+        ordering = ["-adopted_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["host", "unit_name", "sha256"], name="unique_unit_adoption"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.unit_name}.service on {self.host} ({self.sha256[:12]}…)"
+
+
 from deploys.locks import HostLock  # noqa: E402, F401  (models of deploys/locks.py)

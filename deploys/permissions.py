@@ -19,6 +19,7 @@ CHANGE_HOST = "deploys.change_host"
 VIEW_REQUEST = "deploys.view_deployrequest"
 REQUEST_DEPLOY = "deploys.add_deployrequest"
 APPROVE_DEPLOY = "deploys.approve_deployrequest"
+ADOPT_UNIT = "deploys.add_unitadoption"
 
 
 def require(user: User | None, perm: str, action: str) -> None:
@@ -29,6 +30,7 @@ def require(user: User | None, perm: str, action: str) -> None:
 
 __all__ = [
     "ADD_HOST",
+    "ADOPT_UNIT",
     "APPROVE_DEPLOY",
     "CHANGE_HOST",
     "REQUEST_DEPLOY",

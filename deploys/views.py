@@ -24,17 +24,19 @@ from deploys.forms import (
     HostForm,
     PinKeyForm,
     RequestFilterForm,
+    UnitAdoptForm,
 )
 from deploys.models import DeployRequest, Host
 from deploys.permissions import (
     ADD_HOST,
+    ADOPT_UNIT,
     APPROVE_DEPLOY,
     CHANGE_HOST,
     REQUEST_DEPLOY,
     VIEW_HOST,
     VIEW_REQUEST,
 )
-from deploys.services import deploy_requests, hosts
+from deploys.services import deploy_requests, hosts, unit_adoptions
 from deploys.transports import TransportError
 from specadmin.access import requires
 
@@ -145,6 +147,9 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "key_differs": bool(host.presented_fingerprint)
             and host.presented_fingerprint != host.host_key_fingerprint,
             "recent_requests": selectors.deploy_request_list(host=host)[:10],
+            "can_adopt": user.has_perm(ADOPT_UNIT),
+            "adopt_form": UnitAdoptForm(),
+            "adoptions": host.unit_adoptions.select_related("adopted_by")[:20],
         },
     )
 
@@ -192,6 +197,30 @@ def host_pin_key(request: HttpRequest, pk: int) -> HttpResponse:
             host=host, fingerprint=form.cleaned_data["fingerprint"], actor=request.user
         )
         return f"Key {form.cleaned_data['fingerprint']} pinned for {host.name}."
+
+    return _host_action(request, pk, action)
+
+
+@require_POST
+@requires(VIEW_HOST, ADOPT_UNIT)
+def host_adopt_unit(request: HttpRequest, pk: int) -> HttpResponse:
+    form = UnitAdoptForm(request.POST)
+
+    def action(host: Host) -> str:
+        if not form.is_valid():
+            raise ValidationError(
+                [f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()]
+            )
+        adoption = unit_adoptions.unit_adopt(
+            host=host,
+            unit_name=form.cleaned_data["unit_name"],
+            comment=form.cleaned_data["comment"],
+            actor=request.user,
+        )
+        return (
+            f"{adoption.unit_name}.service on {host.name} adopted (sha256 "
+            f"{adoption.sha256[:12]}…): a deploy may now replace exactly this file."
+        )
 
     return _host_action(request, pk, action)
 

@@ -24,7 +24,7 @@ _EDIT = (
     "units.change_serviceprofile",
     "deploys.add_deployrequest",
 )
-_HOSTS = ("deploys.add_host", "deploys.change_host")
+_HOSTS = ("deploys.add_host", "deploys.change_host", "deploys.add_unitadoption")
 # Granted once the deploy app defines it; skipped (not an error) before that.
 _APPROVE = ("deploys.approve_deployrequest",)
 

@@ -32,6 +32,7 @@ from deploys.models import DeployRequest, Host, PushedUnit
 from deploys.selectors import lint_versions
 from deploys.transports import Transport, TransportError, UnitPushError, push_unit
 from deploys.transports.push import DEFAULT_UNIT_DIR, PushResult, sha256_hex, verify_problems
+from deploys.unit_policy import denied_unit_reason, overwrite_problems
 from linting.findings import Severity
 from linting.options import LintOptions
 from units.linting import lint_rendered
@@ -176,6 +177,10 @@ def preflight(ctx: DeployContext) -> StepResult:
             f"{request.host_unit_sha256 or 'absent'}); request a new deploy to see the diff",
             live_sha256=live_sha,
         )
+    # Deny list and foreign units (issue 9), against the file as it is now.
+    foreign = overwrite_problems(host=ctx.host, unit_name=request.unit_name, current=live)
+    if foreign:
+        return StepResult.void("; ".join(foreign), live_sha256=live_sha)
     return StepResult.success(sha256=text_sha, live_sha256=live_sha, lint=lint.as_json())
 
 
@@ -225,6 +230,9 @@ def push(ctx: DeployContext) -> StepResult:
     lock, so removing temp files an interrupted earlier push left is safe here.
     """
     request = ctx.request
+    denied = denied_unit_reason(request.unit_name)
+    if denied:  # never written, whichever path led here (issue 9)
+        return StepResult.failed(f"push refused: {denied}")
     stale = ctx.transport.remove_stale_temp_files(ctx.path)
     if stale:
         ctx.log("removed temp files of an interrupted earlier push: " + ", ".join(stale))

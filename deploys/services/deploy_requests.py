@@ -34,6 +34,7 @@ from deploys.selectors import (
 )
 from deploys.services.hosts import transport_error
 from deploys.transports import TransportError
+from deploys.unit_policy import denied_unit_reason, overwrite_problems
 from units.models import ProfileVersion
 from units.names import validate_unit_name
 
@@ -108,6 +109,9 @@ def deploy_request_create(
         validate_unit_name(unit_name)
     except ValidationError as exc:
         raise ValidationError({"unit_name": exc.messages}) from None
+    denied = denied_unit_reason(unit_name)
+    if denied:
+        raise ValidationError({"unit_name": [denied]})
     _check_deployable(profile_version=profile_version, host=host)
     if preview is None:
         try:
@@ -128,6 +132,9 @@ def deploy_request_create(
             f"{host.name} has a {len(preview.host_unit)}-byte {unit_name}.service (limit "
             f"{MAX_UNIT_BYTES}): that is not a unit specadmin wrote; inspect it on the host."
         )
+    foreign = overwrite_problems(host=host, unit_name=unit_name, current=preview.host_unit)
+    if foreign:
+        raise ValidationError({"unit_name": foreign})
     if unit.errors:
         raise ValidationError(
             [f"Lint error {f['code']} (line {f['line']}): {f['message']}" for f in unit.errors],

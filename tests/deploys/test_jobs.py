@@ -29,6 +29,7 @@ from deploys.jobs import queue, runner, steps, tasks
 from deploys.jobs.checks import check_q_cluster
 from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
+from deploys.probe import MANAGED_MARKER
 from deploys.transports.push import BACKUP_SUFFIX, sha256_hex
 from tests.deploys.helpers import (
     UNIT_DIR,
@@ -155,7 +156,7 @@ def test_approved_request_is_pushed_reloaded_and_backed_up(
     testhost: TestHost, site: Host, pair: Any, queued: list[tuple[Any, ...]]
 ) -> None:
     name = unique("job")
-    old = "[Unit]\nDescription=hand-written before specadmin\n[Service]\nExecStart=/bin/true\n"
+    old = f"{MANAGED_MARKER} from profile {name}: older\n[Service]\nExecStart=/bin/true\n"
     testhost.write_file(f"{UNIT_DIR}/{name}.service", old)
     request = approved_request(site, *pair, name=name)
     assert queued == [("deploys.jobs.tasks.deploy_task", request.pk)]
@@ -247,7 +248,7 @@ def test_connection_killed_mid_upload_leaves_unit_unchanged_and_fails_clearly(
     site = make_host(testhost, port=proxy.port)
     name = unique("kill")
     path = f"{UNIT_DIR}/{name}.service"
-    old = "[Service]\nExecStart=/bin/true\n"
+    old = f"{MANAGED_MARKER} from profile {name}: older\n[Service]\nExecStart=/bin/true\n"
     testhost.write_file(path, old)
     # ~180 KiB of environment: a real, lint-clean unit just under push_unit's 256 KiB.
     environment = {f"PAD_{i:04d}": "p" * 100 for i in range(1500)}
