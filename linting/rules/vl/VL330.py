@@ -10,6 +10,7 @@ from linting.rules.vl._commands import problems
 from linting.rules.vl._messages import AT_PARSE, vllm_label
 from linting.vllm.invocation import (
     ArgProblemKind,
+    load_json,
     point,
 )
 
@@ -43,7 +44,7 @@ def invalid_json_argument(ctx: UnitContext) -> Iterator[Hit]:
         if option is None or option.dest == "speculative_config":
             continue  # VL301
         try:
-            json.loads(problem.text.text)
+            load_json(problem.text.text)  # deep nesting: an error, not a crash (issue 9)
             continue
         except json.JSONDecodeError as exc:
             yield Hit(
