@@ -12,8 +12,9 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
-from deploys.models import DeployRequest
+from deploys.models import DeployRequest, PushedUnit
 from deploys.selectors import latest_version_number, rendered_text, sha256_hex
+from units.models import ProfileVersion
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser as User
@@ -61,21 +62,84 @@ def approval_problems(*, request: DeployRequest, now: datetime | None = None) ->
         problems.append(f"the approval expired at {request.expires_at:%Y-%m-%d %H:%M %Z}")
     if not request.approved_sha256 or request.approved_sha256 != request.unit_sha256:
         problems.append("the approved hash is not the hash of the unit text")
+    if request.decided_by_id is not None:
+        # A row written around the services (an older release, a database edit) is held to
+        # the same four-eyes rule as a decision made today.
+        refusal = decision_refusal(request, request.decided_by)
+        if refusal:
+            problems.append(f"approved by {request.decided_by}, who may not: {refusal}")
     return problems + content_problems(request)
 
 
-def refuse_own_decision(request: DeployRequest, user: User) -> None:
-    """PermissionDenied when `user` requested `request`: someone else decides (admins too)."""
+def running_version_number(request: DeployRequest) -> int | None:
+    """The number of the request's profile version that the host runs now under the
+    request's unit name (the last `PushedUnit` there), or None: none of this profile's
+    versions was pushed there, so every version is new to the host."""
+    pushed = (
+        PushedUnit.objects.filter(host_id=request.host_id, unit_name=request.unit_name)
+        .exclude(request_id=request.pk)
+        .order_by("-pushed_at", "-pk")
+        .values("request__profile_version__profile_id", "request__profile_version__number")
+        .first()
+    )
+    if pushed is None or pushed["request__profile_version__profile_id"] != (
+        request.profile_version.profile_id
+    ):
+        return None
+    return pushed["request__profile_version__number"]
+
+
+def change_authors(request: DeployRequest) -> dict[int, list[int]]:
+    """{user id: version numbers} of everyone who saved a version of the profile after
+    the one running on the host, up to the requested one: the changes this deploy brings."""
+    since = running_version_number(request)
+    versions = ProfileVersion.objects.filter(
+        profile_id=request.profile_version.profile_id,
+        number__lte=request.profile_version.number,
+        created_by__isnull=False,
+    )
+    if since is not None:
+        versions = versions.filter(number__gt=since)
+    authors: dict[int, list[int]] = {}
+    for user_id, number in versions.order_by("number").values_list("created_by_id", "number"):
+        authors.setdefault(user_id, []).append(number)
+    return authors
+
+
+def decision_refusal(request: DeployRequest, user: User) -> str | None:
+    """Why `user` may not decide on `request` (four eyes), or None.
+
+    Neither the requester nor an author of any change the deploy brings to the host (a
+    version saved since the one running there) decides: otherwise one person writes a
+    change and approves it as soon as anyone else clicks "request". Admins too.
+    """
     if request.requested_by_id == user.pk:
-        raise PermissionDenied(
-            "You requested this deploy: someone else must decide on it (admins too)."
+        return "You requested this deploy: someone else must decide on it (admins too)."
+    numbers = change_authors(request).get(user.pk)
+    if numbers:
+        shown = ", ".join(f"v{n}" for n in numbers)
+        return (
+            f"You wrote {shown} of {request.profile_version.profile.name}, which this deploy "
+            "brings to the host: someone who did not write the change must decide (admins "
+            "too)."
         )
+    return None
+
+
+def refuse_own_decision(request: DeployRequest, user: User) -> None:
+    """PermissionDenied when `user` may not decide on `request` (`decision_refusal`)."""
+    refusal = decision_refusal(request, user)
+    if refusal:
+        raise PermissionDenied(refusal)
 
 
 __all__ = [
     "DEFAULT_TTL_HOURS",
     "approval_problems",
     "approval_ttl",
+    "change_authors",
     "content_problems",
+    "decision_refusal",
     "refuse_own_decision",
+    "running_version_number",
 ]

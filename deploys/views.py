@@ -304,6 +304,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     pending = deploy.status == DeployRequest.Status.PENDING
     overdue = pending and deploy.expires_at <= timezone.now()
     own = deploy.requested_by_id == user.pk
+    refusal = approvals.decision_refusal(deploy, user) if pending else None
     diff = selectors.unit_diff(
         old=deploy.host_unit_text if deploy.host_unit_sha256 else None,
         new=deploy.unit_text,
@@ -320,7 +321,8 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "steps": selectors.deploy_request_steps(request=deploy),
             "overdue": overdue,
             "own": own,
-            "can_decide": pending and not overdue and not own and user.has_perm(APPROVE_DEPLOY),
+            "refusal": refusal,
+            "can_decide": pending and not overdue and not refusal and user.has_perm(APPROVE_DEPLOY),
             "decision_form": DecisionForm(initial={"expected_sha256": deploy.unit_sha256}),
             "problems": approvals.approval_problems(request=deploy)
             if deploy.status == DeployRequest.Status.APPROVED

@@ -273,7 +273,7 @@ def test_requester_sees_no_decision_form_and_cannot_approve_by_post(
     ada = client_for(people.ada)
     page = ada.get(url("request_detail", request.pk))
     assert b"Approve this exact unit" not in page.content
-    assert b"another approver must decide" in page.content
+    assert b"You requested this deploy: someone else must decide" in page.content
     assert ada.post(url("request_approve", request.pk)).status_code == 403
     request.refresh_from_db()
     assert request.status == Status.PENDING and enqueued.deploys == []
