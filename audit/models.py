@@ -42,6 +42,7 @@ class AuditKind(StrEnum):
     HOST_KEY_PINNED = "host.key_pinned"
     HOST_PROBED = "host.probed"
     HOST_PROBE_FAILED = "host.probe_failed"
+    HOST_PROBE_EXECUTABLES_SET = "host.probe_executables_set"
     DEPLOY_REQUESTED = "deploy.requested"
     DEPLOY_APPROVED = "deploy.approved"
     DEPLOY_REJECTED = "deploy.rejected"

@@ -62,6 +62,22 @@ class UnitAdoptForm(forms.Form):
     )
 
 
+class ProbeExecutablesForm(forms.Form):
+    """The admin's list of vLLM executables the probe may run (issue 9)."""
+
+    executables = forms.CharField(
+        required=False,
+        max_length=5000,
+        label="vLLM executables the probe may run",
+        help_text="One absolute path per line (e.g. /opt/vllm/bin/vllm). The probe runs "
+        "`--version` only when no one but root can change the path (checked on the host).",
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+    )
+
+    def paths(self) -> list[str]:
+        return [line.strip() for line in self.cleaned_data["executables"].split("\n")]
+
+
 class PinKeyForm(forms.Form):
     fingerprint = forms.CharField(widget=forms.HiddenInput)
 

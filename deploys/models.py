@@ -51,6 +51,9 @@ class Host(models.Model):
     gpu_count = models.PositiveIntegerField(null=True, blank=True)
     gpus = models.JSONField(default=list, blank=True)
     managed_units = models.JSONField(default=list, blank=True)
+    # Executables the probe may run besides those of approved, pushed units: set by an
+    # admin, audited (deploys.executables, issue 9).
+    probe_executables = models.JSONField(default=list, blank=True)
     probed_at = models.DateTimeField(null=True, blank=True)
     probe_error = models.TextField(blank=True)
     archived = models.BooleanField(default=False)

@@ -16,7 +16,7 @@ from typing import Any
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from deploys.connect import transport_for
-from deploys.models import DeployRequest, Host, JobStep
+from deploys.models import DeployRequest, Host, JobStep, PushedUnit
 from deploys.transports.push import DEFAULT_UNIT_DIR as UNIT_DIR
 from deploys.transports.push import MAX_UNIT_BYTES, sha256_hex
 from linting.findings import Finding
@@ -215,16 +215,18 @@ def host_list(*, archived: bool | None = False) -> QuerySet[Host]:
     return qs.order_by("name")
 
 
-def host_vllm_executable(*, host: Host) -> str | None:
-    """The vLLM executable to probe on `host`: that of the profile version most recently
-    requested for it (None: not known, the probe asks `vllm` on the host's PATH)."""
-    data = (
-        DeployRequest.objects.filter(host=host)
-        .order_by("-requested_at", "-pk")
-        .values_list("profile_version__data", flat=True)
-        .first()
+def host_probe_executables(*, host: Host, pushed_limit: int = 50) -> list[str]:
+    """The vLLM executables the probe may run on `host`, in the order it tries them: those
+    of units approved and pushed there (newest push first), then the list an admin set on
+    the host. Never that of a request that was not approved and pushed (issue 9)."""
+    pushed = (
+        PushedUnit.objects.filter(host=host, request__isnull=False)
+        .order_by("-pushed_at", "-pk")
+        .values_list("request__profile_version__data", flat=True)[:pushed_limit]
     )
-    return (data or {}).get("vllm_executable") or None
+    found = [str(data.get("vllm_executable") or "") for data in pushed if isinstance(data, dict)]
+    listed = [str(path) for path in host.probe_executables or []]
+    return [path for path in dict.fromkeys(found + listed) if path]
 
 
 def deployable_hosts() -> QuerySet[Host]:
@@ -299,7 +301,7 @@ __all__ = [
     "deployable_versions",
     "diff_lines",
     "host_list",
-    "host_vllm_executable",
+    "host_probe_executables",
     "latest_version_number",
     "lint_versions",
     "read_host_unit",

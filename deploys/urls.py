@@ -14,6 +14,11 @@ urlpatterns = [
     path("hosts/<int:pk>/rescan-key/", views.host_rescan_key, name="host_rescan_key"),
     path("hosts/<int:pk>/pin-key/", views.host_pin_key, name="host_pin_key"),
     path("hosts/<int:pk>/adopt-unit/", views.host_adopt_unit, name="host_adopt_unit"),
+    path(
+        "hosts/<int:pk>/probe-executables/",
+        views.host_probe_executables,
+        name="host_probe_executables",
+    ),
     path("requests/", views.request_list, name="request_list"),
     path("requests/new/", views.request_new, name="request_new"),
     path("requests/<int:pk>/", views.request_detail, name="request_detail"),

@@ -23,6 +23,7 @@ from deploys.forms import (
     HostConfirmForm,
     HostForm,
     PinKeyForm,
+    ProbeExecutablesForm,
     RequestFilterForm,
     UnitAdoptForm,
 )
@@ -148,6 +149,9 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
             and host.presented_fingerprint != host.host_key_fingerprint,
             "recent_requests": selectors.deploy_request_list(host=host)[:10],
             "can_adopt": user.has_perm(ADOPT_UNIT),
+            "executables_form": ProbeExecutablesForm(
+                initial={"executables": "\n".join(host.probe_executables or [])}
+            ),
             "adopt_form": UnitAdoptForm(),
             "adoptions": host.unit_adoptions.select_related("adopted_by")[:20],
         },
@@ -197,6 +201,23 @@ def host_pin_key(request: HttpRequest, pk: int) -> HttpResponse:
             host=host, fingerprint=form.cleaned_data["fingerprint"], actor=request.user
         )
         return f"Key {form.cleaned_data['fingerprint']} pinned for {host.name}."
+
+    return _host_action(request, pk, action)
+
+
+@require_POST
+@requires(VIEW_HOST, CHANGE_HOST)
+def host_probe_executables(request: HttpRequest, pk: int) -> HttpResponse:
+    form = ProbeExecutablesForm(request.POST)
+
+    def action(host: Host) -> str:
+        if not form.is_valid():
+            raise ValidationError([e for errors in form.errors.values() for e in errors])
+        saved = hosts.host_set_probe_executables(
+            host=host, executables=form.paths(), actor=request.user
+        )
+        listed = ", ".join(saved.probe_executables) or "none"
+        return f"The probe of {host.name} may run: {listed} (and the executables of pushed units)."
 
     return _host_action(request, pk, action)
 

@@ -33,7 +33,7 @@ from deploys.jobs.steps import STEPS, DeployContext, Outcome, Step, StepResult
 from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.probe import probe_host
-from deploys.selectors import host_vllm_executable
+from deploys.selectors import host_probe_executables
 from deploys.services.hosts import host_record_probe, host_record_probe_error
 from deploys.transports import Transport, TransportError
 
@@ -296,7 +296,7 @@ def run_probe(
     try:
         with connect(host) as transport:
             facts = probe_host(
-                host=host, transport=transport, vllm_executable=host_vllm_executable(host=host)
+                host=host, transport=transport, vllm_executables=host_probe_executables(host=host)
             )
     except TransportError as exc:
         error = f"{type(exc).__name__}: {exc}"

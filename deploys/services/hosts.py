@@ -8,6 +8,7 @@ with `transaction.on_commit` so a worker never sees a rolled-back row.
 from __future__ import annotations
 
 import functools
+import posixpath
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -17,12 +18,14 @@ from django.utils import timezone
 
 from audit.models import AuditKind
 from audit.services import record
+from deploys.executables import plain_path_problem
 from deploys.jobs import queue
 from deploys.models import Host
 from deploys.permissions import ADD_HOST, CHANGE_HOST, REQUEST_DEPLOY, require
 from deploys.transports import TransportError
 from deploys.transports.ssh import HostKeyInfo, fingerprint_sha256, parse_pinned_key
 from deploys.transports.ssh import probe_host_key as _probe_host_key
+from units.rendering import is_python
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser as User
@@ -218,6 +221,49 @@ def host_pin_key(*, host: Host, fingerprint: str, actor: User) -> Host:
     return host
 
 
+MAX_PROBE_EXECUTABLES = 10
+
+
+def _probe_executable_problem(path: str) -> str | None:
+    plain = plain_path_problem(path)
+    if plain:
+        return plain
+    if any(c in path for c in "'\"\\$ "):
+        return "quotes, “\\”, “$” and spaces are not allowed"
+    if not (posixpath.basename(path) == "vllm" or is_python(path)):
+        return "name `vllm` (e.g. /opt/vllm/bin/vllm) or a venv's python"
+    return None
+
+
+def host_set_probe_executables(*, host: Host, executables: list[str], actor: User) -> Host:
+    """An admin's list of vLLM executables the probe may run on `host` (besides those of
+    approved, pushed units). Each is checked on the host before every run
+    (`deploys.executables`); here only its shape. Audited with the old and new list."""
+    require(actor, CHANGE_HOST, "change hosts")
+    paths = list(dict.fromkeys(p.strip() for p in executables if p.strip()))
+    problems = [
+        f"{path!r}: {problem}" for path in paths if (problem := _probe_executable_problem(path))
+    ]
+    if len(paths) > MAX_PROBE_EXECUTABLES:
+        problems.append(f"At most {MAX_PROBE_EXECUTABLES} executables.")
+    if problems:
+        raise ValidationError({"executables": problems})
+    with transaction.atomic():
+        locked = Host.objects.select_for_update().get(pk=host.pk)
+        previous = list(locked.probe_executables or [])
+        if previous == paths:
+            return locked
+        locked.probe_executables = paths
+        locked.save(update_fields=["probe_executables"])
+        _audit_host(
+            AuditKind.HOST_PROBE_EXECUTABLES_SET,
+            actor,
+            locked,
+            {"executables": paths, "previous": previous},
+        )
+    return locked
+
+
 def host_request_probe(*, host: Host, actor: User) -> None:
     """Queue a probe job (read-only on the host; operators may ask for one too)."""
     if not (actor.has_perm(CHANGE_HOST) or actor.has_perm(REQUEST_DEPLOY)):
@@ -292,6 +338,7 @@ __all__ = [
     "host_record_probe_error",
     "host_request_probe",
     "host_rescan_key",
+    "host_set_probe_executables",
     "looks_like_key_material",
     "probe_host_key",
     "transport_error",

@@ -20,6 +20,7 @@ from deploys import approvals
 from deploys.connect import transport_for
 from deploys.models import DeployRequest, Host
 from deploys.probe import probe_host
+from deploys.selectors import host_probe_executables
 from deploys.services import deploy_requests, hosts
 from deploys.transports import HostKeyMismatch, push_unit
 from deploys.transports.push import BACKUP_SUFFIX
@@ -67,8 +68,14 @@ def test_add_probe_request_approve_push(
     host = add_test_host(testhost, people)
     assert host.key_pinned and host.host_key_fingerprint.startswith("SHA256:")
 
+    # The admin lists the vLLM the probe may run (the double, /usr/local/bin/vllm).
+    host = hosts.host_set_probe_executables(
+        host=host, executables=["/usr/local/bin/vllm"], actor=people.ada
+    )
     with transport_for(host) as transport:
-        facts = probe_host(host=host, transport=transport)
+        facts = probe_host(
+            host=host, transport=transport, vllm_executables=host_probe_executables(host=host)
+        )
     assert facts["errors"] == []
     assert facts["systemd_version"] >= 252
     assert facts["vllm_version"] == "0.16.0"  # the vLLM double answers `vllm --version`

@@ -19,7 +19,6 @@ from deploys.probe import (
     probe_host,
     vllm_version_argv,
 )
-from deploys.selectors import host_vllm_executable
 from deploys.services import hosts as services
 from deploys.services.hosts import (
     host_create,
@@ -282,6 +281,15 @@ def scripted(**overrides: Any) -> ScriptedTransport:
     answers = {
         "systemctl --version": (0, "systemd 252 (252.39-1~deb12u1)\n+PAM +AUDIT\n", ""),
         "/opt/vllm/bin/vllm --version": (0, "INFO 01-01 loading plugins\n0.16.0\n", ""),
+        # deploys.executables: the path resolves to itself, every component root's 0755
+        "realpath -e -- /opt/vllm/bin/vllm": (0, "/opt/vllm/bin/vllm\n", ""),
+        "id -u": (0, "0\n", ""),
+        "stat -c": (
+            0,
+            "41ed 0 0 /\n41ed 0 0 /opt\n41ed 0 0 /opt/vllm\n41ed 0 0 /opt/vllm/bin\n"
+            "81ed 0 0 /opt/vllm/bin/vllm\n",
+            "",
+        ),
         "find /etc/systemd/system": (
             0,
             f"/etc/systemd/system/vllm-a.service\t{MANAGED_MARKER} from profile vllm-a: edit"
@@ -299,7 +307,7 @@ def scripted(**overrides: Any) -> ScriptedTransport:
 
 def test_probe_reads_versions_gpus_and_managed_units(host: Host) -> None:
     t = scripted()
-    facts = probe_host(host=host, transport=t, vllm_executable="/opt/vllm/bin/vllm")
+    facts = probe_host(host=host, transport=t, vllm_executables=["/opt/vllm/bin/vllm"])
     assert facts["systemd_version"] == 252
     assert facts["vllm_version"] == "0.16.0"
     assert facts["gpu_count"] == 2
@@ -312,11 +320,17 @@ def test_probe_reads_versions_gpus_and_managed_units(host: Host) -> None:
 
 
 def test_probe_records_missing_facts_without_failing(host: Host) -> None:
-    t = scripted(gpus=GpuUnavailable("nvidia-smi failed (exit 127)"))
-    facts = probe_host(host=host, transport=t)  # `vllm` on PATH: not found here
+    t = scripted(
+        gpus=GpuUnavailable("nvidia-smi failed (exit 127)"),
+        answers={"/opt/vllm/bin/vllm --version": (127, "", "vllm: not found")},
+    )
+    facts = probe_host(host=host, transport=t, vllm_executables=["/opt/vllm/bin/vllm"])
     assert facts["vllm_version"] == "" and facts["gpu_count"] is None
     assert facts["systemd_version"] == 252
-    assert any(e.startswith("vLLM version: vllm --version exited 127") for e in facts["errors"])
+    assert any(
+        e.startswith("vLLM version: /opt/vllm/bin/vllm --version exited 127")
+        for e in facts["errors"]
+    )
     assert any("nvidia-smi failed" in e for e in facts["errors"])
 
 
@@ -365,14 +379,6 @@ def test_recording_a_probe_saves_facts_and_audits(
 @pytest.fixture
 def run_probe() -> Callable[..., dict[str, Any]]:
     def run(host: Host) -> dict[str, Any]:
-        return probe_host(host=host, transport=scripted(), vllm_executable="/opt/vllm/bin/vllm")
+        return probe_host(host=host, transport=scripted(), vllm_executables=["/opt/vllm/bin/vllm"])
 
     return run
-
-
-def test_the_probe_uses_the_executable_of_the_last_requested_profile(
-    host: Host, make_request: Callable[..., Any]
-) -> None:
-    assert host_vllm_executable(host=host) is None
-    make_request()
-    assert host_vllm_executable(host=host) == "/opt/vllm/bin/vllm"
