@@ -1,0 +1,74 @@
+"""TEST DOUBLE for `vllm serve`: its knobs (config file section "vllm" + VLLM_DOUBLE_* env)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+try:  # installed in a test host as package `doubles`; in the checkout as `tests.doubles`
+    from . import gpu_state
+except ImportError:  # pragma: no cover - run as a plain script
+    import gpu_state  # type: ignore[no-redef]
+
+DEFAULT_VERSION = "0.16.0"
+# Where the flag catalogs are generated (linting/vllm/catalogs in the checkout).
+REPO_CATALOG_DIR = str(Path(__file__).resolve().parents[2] / "linting/vllm/catalogs")
+FIXTURE_CATALOG_DIR = str(Path(__file__).resolve().parent / "fixtures")
+FAULTS = ("leftover_worker", "ignore_sigterm", "crash_after_start", "never_healthy")
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+
+
+# --------------------------------------------------------------------------------------
+# configuration
+
+
+@dataclass
+class DoubleConfig:
+    """Knobs of the double; env VLLM_DOUBLE_<NAME> overrides config-file key <name>."""
+
+    version: str = DEFAULT_VERSION
+    catalog_dirs: list[str] = field(default_factory=lambda: [REPO_CATALOG_DIR])
+    config_delay_s: float = 0.2  # parse → engine config (spec config validated here)
+    load_s: float = 2.0  # EngineCore holds GPU memory, HTTP not up yet
+    ttft_ms: float = 50.0
+    itl_ms: float = 10.0
+    accepted_per_step: int | None = None  # default: num_speculative_tokens // 2
+    faults: list[str] = field(default_factory=list)
+    crash_after_s: float = 2.0
+    default_max_tokens: int = 16
+
+    @classmethod
+    def load(cls, gpu: gpu_state.GpuConfig, env: dict[str, str] | None = None) -> DoubleConfig:
+        env = dict(os.environ if env is None else env)
+        raw = gpu.section("vllm")
+        cfg = cls()
+        for name, current in vars(cls()).items():
+            value: Any = raw.get(name, current)
+            env_value = env.get(f"VLLM_DOUBLE_{name.upper()}")
+            if env_value is not None:
+                value = env_value
+            setattr(cfg, name, _coerce(name, value, current))
+        unknown = [f for f in cfg.faults if f not in FAULTS]
+        if unknown:
+            raise ValueError(f"unknown vllm double faults {unknown}; known: {FAULTS}")
+        return cfg
+
+
+def _coerce(name: str, value: Any, default: Any) -> Any:
+    if name in ("faults", "catalog_dirs"):
+        if isinstance(value, str):
+            return [v.strip() for v in value.replace(":", ",").split(",") if v.strip()]
+        return list(value)
+    if name == "accepted_per_step":
+        return None if value in (None, "", "none") else int(value)
+    if isinstance(default, float):
+        return float(value)
+    if isinstance(default, int):
+        return int(value)
+    return str(value)

@@ -1,0 +1,381 @@
+"""TEST DOUBLE for `vllm serve`: the OpenAI-compatible HTTP API and /metrics."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+try:  # installed in a test host as package `doubles`; in the checkout as `tests.doubles`
+    from .vllm_double_config import DoubleConfig
+    from .vllm_double_log import log
+    from .vllm_double_schedule import Chunk, count_prompt_tokens, plan_chunks, token_text
+except ImportError:  # pragma: no cover - run as a plain script
+    from vllm_double_config import DoubleConfig  # type: ignore[no-redef]
+    from vllm_double_log import log  # type: ignore[no-redef]
+    from vllm_double_schedule import (  # type: ignore[no-redef]
+        Chunk,
+        count_prompt_tokens,
+        plan_chunks,
+        token_text,
+    )
+
+# --------------------------------------------------------------------------------------
+# HTTP server
+
+
+@dataclass
+class SpecMetrics:
+    """Counters exported by /metrics; advanced only when a chunk is actually sent."""
+
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted: int = 0
+    generation_tokens: int = 0
+    prompt_tokens: int = 0
+    requests_running: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, chunk: Chunk) -> None:
+        with self.lock:
+            self.drafts += chunk.drafts
+            self.draft_tokens += chunk.draft_tokens
+            self.accepted += chunk.accepted
+            self.generation_tokens += chunk.tokens
+
+
+def render_metrics(m: SpecMetrics, model: str, spec_enabled: bool) -> str:
+    """Prometheus text format with vLLM v1 metric names and labels."""
+    labels = f'engine="0",model_name="{model}"'
+    series: list[tuple[str, str, str, float]] = [
+        (
+            "vllm:num_requests_running",
+            "gauge",
+            "Number of requests in model execution batches.",
+            m.requests_running,
+        ),
+        (
+            "vllm:prompt_tokens_total",
+            "counter",
+            "Number of prefill tokens processed.",
+            m.prompt_tokens,
+        ),
+        (
+            "vllm:generation_tokens_total",
+            "counter",
+            "Number of generation tokens processed.",
+            m.generation_tokens,
+        ),
+    ]
+    if spec_enabled:  # vLLM registers the spec-decode counters only with a spec config
+        series += [
+            (
+                "vllm:spec_decode_num_drafts_total",
+                "counter",
+                "Number of spec decoding drafts.",
+                m.drafts,
+            ),
+            (
+                "vllm:spec_decode_num_draft_tokens_total",
+                "counter",
+                "Number of draft tokens.",
+                m.draft_tokens,
+            ),
+            (
+                "vllm:spec_decode_num_accepted_tokens_total",
+                "counter",
+                "Number of accepted tokens.",
+                m.accepted,
+            ),
+        ]
+    out = []
+    for name, kind, help_text, value in series:
+        out.append(f"# HELP {name} {help_text}")
+        out.append(f"# TYPE {name} {kind}")
+        out.append(f"{name}{{{labels}}} {float(value)}")
+    return "\n".join(out) + "\n"
+
+
+@dataclass
+class ServerState:
+    model: str
+    served_names: list[str]
+    max_model_len: int
+    api_keys: list[str]
+    cfg: DoubleConfig
+    num_spec_tokens: int
+    spec_enabled: bool
+    metrics: SpecMetrics = field(default_factory=SpecMetrics)
+    healthy: bool = True
+
+
+def _sse(payload: dict[str, Any] | str) -> bytes:
+    body = payload if isinstance(payload, str) else json.dumps(payload)
+    return f"data: {body}\n\n".encode()
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "uvicorn"
+    sys_version = ""
+    protocol_version = "HTTP/1.1"
+    state: ServerState  # set on the subclass made per server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log(
+            "INFO",
+            "launcher.py:46",
+            f'{self.client_address[0]}:{self.client_address[1]} - "'
+            f'{self.command} {self.path} HTTP/1.1" {args[1] if len(args) > 1 else ""}',
+        )
+
+    def _json(self, status: int, payload: Any) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _text(self, status: int, text: str, ctype: str = "text/plain; charset=utf-8") -> None:
+        body = text.encode()
+        self.send_response(status)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _authorized(self) -> bool:
+        keys = self.state.api_keys
+        if not keys or not self.path.startswith("/v1"):
+            return True
+        if self.headers.get("Authorization") in [f"Bearer {k}" for k in keys]:
+            return True
+        self._json(401, {"error": "Unauthorized"})
+        return False
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == "/health":
+            self._text(200 if self.state.healthy else 503, "")
+        elif path == "/metrics":
+            self._text(
+                200,
+                render_metrics(
+                    self.state.metrics, self.state.served_names[0], self.state.spec_enabled
+                ),
+                "text/plain; version=0.0.4; charset=utf-8",
+            )
+        elif path == "/version":
+            self._json(200, {"version": self.state.cfg.version})
+        elif path == "/v1/models":
+            if not self._authorized():
+                return
+            now = int(time.time())
+            data = [
+                {
+                    "id": name,
+                    "object": "model",
+                    "created": now,
+                    "owned_by": "vllm",
+                    "root": self.state.model,
+                    "parent": None,
+                    "max_model_len": self.state.max_model_len,
+                }
+                for name in self.state.served_names
+            ]
+            self._json(200, {"object": "list", "data": data})
+        else:
+            self._json(404, {"detail": "Not Found"})
+
+    def do_POST(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path not in ("/v1/completions", "/v1/chat/completions"):
+            self._json(404, {"detail": "Not Found"})
+            return
+        if not self._authorized():
+            return
+        if not self.state.healthy:
+            self._json(503, {"object": "error", "message": "EngineCore is dead", "code": 503})
+            return
+        length = int(self.headers.get("content-length") or 0)
+        try:
+            req = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            self._json(400, {"object": "error", "message": "invalid JSON", "code": 400})
+            return
+        model = req.get("model", self.state.served_names[0])
+        if model not in self.state.served_names:
+            self._json(
+                404,
+                {
+                    "object": "error",
+                    "message": f"The model `{model}` does not exist.",
+                    "type": "NotFoundError",
+                    "param": "model",
+                    "code": 404,
+                },
+            )
+            return
+        chat = path.endswith("chat/completions")
+        self._generate(req, model, chat)
+
+    def _generate(self, req: dict[str, Any], model: str, chat: bool) -> None:
+        started = time.monotonic()
+        st = self.state
+        if chat:
+            prompt = " ".join(str(m.get("content", "")) for m in req.get("messages", []))
+        else:
+            raw = req.get("prompt", "")
+            prompt = " ".join(raw) if isinstance(raw, list) else str(raw)
+        prompt_tokens = count_prompt_tokens(prompt)
+        max_tokens = req.get("max_completion_tokens") or req.get("max_tokens")
+        max_tokens = int(max_tokens or st.cfg.default_max_tokens)
+        chunks = plan_chunks(
+            max_tokens,
+            ttft_s=st.cfg.ttft_ms / 1000,
+            itl_s=st.cfg.itl_ms / 1000,
+            num_speculative_tokens=st.num_spec_tokens,
+            accepted_per_step=st.cfg.accepted_per_step,
+        )
+        rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
+        created = int(time.time())
+        obj = "chat.completion.chunk" if chat else "text_completion"
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "total_tokens": prompt_tokens + max_tokens,
+            "completion_tokens": max_tokens,
+        }
+        with st.metrics.lock:
+            st.metrics.requests_running += 1
+            st.metrics.prompt_tokens += prompt_tokens
+        try:
+            if req.get("stream"):
+                self._stream(req, rid, created, obj, model, chat, chunks, started, usage)
+            else:
+                texts = []
+                emitted = 0
+                for chunk in chunks:
+                    _sleep_until(started + chunk.at_s)
+                    st.metrics.add(chunk)
+                    texts += [token_text(emitted + i) for i in range(chunk.tokens)]
+                    emitted += chunk.tokens
+                text = "".join(texts)
+                choice: dict[str, Any] = {
+                    "index": 0,
+                    "finish_reason": "length",
+                    "stop_reason": None,
+                    "logprobs": None,
+                }
+                if chat:
+                    choice["message"] = {"role": "assistant", "content": text}
+                else:
+                    choice["text"] = text
+                self._json(
+                    200,
+                    {
+                        "id": rid,
+                        "object": "chat.completion" if chat else "text_completion",
+                        "created": created,
+                        "model": model,
+                        "choices": [choice],
+                        "usage": usage,
+                    },
+                )
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            with st.metrics.lock:
+                st.metrics.requests_running -= 1
+
+    def _stream(
+        self,
+        req: dict[str, Any],
+        rid: str,
+        created: int,
+        obj: str,
+        model: str,
+        chat: bool,
+        chunks: list[Chunk],
+        started: float,
+        usage: dict[str, int],
+    ) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        base = {"id": rid, "object": obj, "created": created, "model": model}
+        emitted = 0
+        for n, chunk in enumerate(chunks):
+            _sleep_until(started + chunk.at_s)
+            text = "".join(token_text(emitted + i) for i in range(chunk.tokens))
+            emitted += chunk.tokens
+            last = n == len(chunks) - 1
+            finish = "length" if last else None
+            if chat:
+                if n == 0:  # the role chunk goes out together with the first token
+                    self.wfile.write(
+                        _sse(
+                            base
+                            | {
+                                "choices": [
+                                    {
+                                        "index": 0,
+                                        "delta": {"role": "assistant", "content": ""},
+                                        "logprobs": None,
+                                        "finish_reason": None,
+                                    }
+                                ]
+                            }
+                        )
+                    )
+                choice: dict[str, Any] = {
+                    "index": 0,
+                    "delta": {"content": text},
+                    "logprobs": None,
+                    "finish_reason": finish,
+                }
+            else:
+                choice = {
+                    "index": 0,
+                    "text": text,
+                    "logprobs": None,
+                    "finish_reason": finish,
+                    "stop_reason": None,
+                }
+            self.wfile.write(_sse(base | {"choices": [choice]}))
+            self.wfile.flush()
+            self.state.metrics.add(chunk)
+        options = req.get("stream_options") or {}
+        if options.get("include_usage"):
+            self.wfile.write(_sse(base | {"choices": [], "usage": usage}))
+        self.wfile.write(_sse("[DONE]"))
+        self.wfile.flush()
+
+
+def _sleep_until(deadline: float) -> None:
+    """Absolute deadlines: chunk times do not drift with the time spent writing."""
+    delay = deadline - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def make_server(host: str, port: int, state: ServerState) -> ThreadingHTTPServer:
+    handler = type("BoundHandler", (Handler,), {"state": state})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    return server
+
+
+def iter_sse(lines: Iterator[bytes]) -> Iterator[dict[str, Any] | str]:
+    """Parse an SSE body (helper for tests and benchmarks against the double)."""
+    for raw in lines:
+        line = raw.decode().strip()
+        if line.startswith("data: "):
+            data = line[len("data: ") :]
+            yield data if data == "[DONE]" else json.loads(data)
