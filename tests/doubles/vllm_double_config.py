@@ -18,6 +18,9 @@ DEFAULT_VERSION = "0.16.0"
 REPO_CATALOG_DIR = str(Path(__file__).resolve().parents[2] / "linting/vllm/catalogs")
 FIXTURE_CATALOG_DIR = str(Path(__file__).resolve().parent / "fixtures")
 FAULTS = ("leftover_worker", "ignore_sigterm", "crash_after_start", "never_healthy")
+# Per-request stream faults (what a benchmark client must survive), applied from request
+# number `stream_fault_after` (0-based count of generation requests) on.
+STREAM_FAULTS = ("", "http_500", "malformed_sse", "no_usage", "stall", "disconnect")
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -42,6 +45,11 @@ class DoubleConfig:
     faults: list[str] = field(default_factory=list)
     crash_after_s: float = 2.0
     default_max_tokens: int = 16
+    tokens_per_s: float = 0.0  # > 0: tokens per second per stream (replaces itl_ms)
+    spec_speed_factor: float = 1.0  # speed multiplier when a speculative config is set
+    stream_fault: str = ""
+    stream_fault_after: int = 0
+    stall_s: float = 30.0  # how long a stalled stream stays silent before closing
 
     @classmethod
     def load(cls, gpu: gpu_state.GpuConfig, env: dict[str, str] | None = None) -> DoubleConfig:
@@ -57,6 +65,10 @@ class DoubleConfig:
         unknown = [f for f in cfg.faults if f not in FAULTS]
         if unknown:
             raise ValueError(f"unknown vllm double faults {unknown}; known: {FAULTS}")
+        if cfg.stream_fault not in STREAM_FAULTS:
+            raise ValueError(
+                f"unknown vllm double stream_fault {cfg.stream_fault!r}; known: {STREAM_FAULTS}"
+            )
         return cfg
 
 

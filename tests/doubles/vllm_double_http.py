@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
+import signal
+import sys
 import threading
 import time
 import uuid
@@ -12,16 +16,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 try:  # installed in a test host as package `doubles`; in the checkout as `tests.doubles`
-    from .vllm_double_config import DoubleConfig
+    from .vllm_double_config import STREAM_FAULTS, DoubleConfig
     from .vllm_double_log import log
-    from .vllm_double_schedule import Chunk, count_prompt_tokens, plan_chunks, token_text
+    from .vllm_double_schedule import (
+        Chunk,
+        count_prompt_tokens,
+        plan_chunks,
+        step_interval_s,
+        token_text,
+    )
 except ImportError:  # pragma: no cover - run as a plain script
-    from vllm_double_config import DoubleConfig  # type: ignore[no-redef]
+    from vllm_double_config import STREAM_FAULTS, DoubleConfig  # type: ignore[no-redef]
     from vllm_double_log import log  # type: ignore[no-redef]
     from vllm_double_schedule import (  # type: ignore[no-redef]
         Chunk,
         count_prompt_tokens,
         plan_chunks,
+        step_interval_s,
         token_text,
     )
 
@@ -39,6 +50,7 @@ class SpecMetrics:
     generation_tokens: int = 0
     prompt_tokens: int = 0
     requests_running: int = 0
+    accepted_per_pos: dict[int, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, chunk: Chunk) -> None:
@@ -47,9 +59,11 @@ class SpecMetrics:
             self.draft_tokens += chunk.draft_tokens
             self.accepted += chunk.accepted
             self.generation_tokens += chunk.tokens
+            for pos in range(chunk.accepted):  # a draft's accepted tokens are its first ones
+                self.accepted_per_pos[pos] = self.accepted_per_pos.get(pos, 0) + 1
 
 
-def render_metrics(m: SpecMetrics, model: str, spec_enabled: bool) -> str:
+def render_metrics(m: SpecMetrics, model: str, spec_enabled: bool, num_spec_tokens: int = 0) -> str:
     """Prometheus text format with vLLM v1 metric names and labels."""
     labels = f'engine="0",model_name="{model}"'
     series: list[tuple[str, str, str, float]] = [
@@ -98,6 +112,15 @@ def render_metrics(m: SpecMetrics, model: str, spec_enabled: bool) -> str:
         out.append(f"# HELP {name} {help_text}")
         out.append(f"# TYPE {name} {kind}")
         out.append(f"{name}{{{labels}}} {float(value)}")
+    if spec_enabled:
+        name = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+        out.append(f"# HELP {name} Accepted tokens per draft position.")
+        out.append(f"# TYPE {name} counter")
+        # vLLM creates one labelled series per draft position up front (zeros included)
+        positions = max(num_spec_tokens, max(m.accepted_per_pos, default=-1) + 1)
+        for pos in range(positions):
+            value = m.accepted_per_pos.get(pos, 0)
+            out.append(f'{name}{{{labels},position="{pos}"}} {float(value)}')
     return "\n".join(out) + "\n"
 
 
@@ -112,6 +135,14 @@ class ServerState:
     spec_enabled: bool
     metrics: SpecMetrics = field(default_factory=SpecMetrics)
     healthy: bool = True
+    requests_seen: int = 0
+
+    def take_stream_fault(self) -> str:
+        """The configured stream fault if this generation request is one it applies to."""
+        with self.metrics.lock:
+            index = self.requests_seen
+            self.requests_seen += 1
+        return self.cfg.stream_fault if index >= self.cfg.stream_fault_after else ""
 
 
 def _sse(payload: dict[str, Any] | str) -> bytes:
@@ -124,6 +155,16 @@ class Handler(BaseHTTPRequestHandler):
     sys_version = ""
     protocol_version = "HTTP/1.1"
     state: ServerState  # set on the subclass made per server
+    received_at = 0.0
+
+    def parse_request(self) -> bool:
+        # The schedule's clock starts when the server got the request: for the first request
+        # of a connection at accept(), so the thread start-up and header parsing of this
+        # stdlib server (1-3 ms on a busy machine) are inside the schedule, not added to it;
+        # for a later request on a kept-alive connection when its request line arrived.
+        self.received_at = getattr(_ACCEPTED, "at", None) or time.monotonic()
+        _ACCEPTED.at = None
+        return super().parse_request()
 
     def log_message(self, format: str, *args: Any) -> None:
         log(
@@ -166,7 +207,10 @@ class Handler(BaseHTTPRequestHandler):
             self._text(
                 200,
                 render_metrics(
-                    self.state.metrics, self.state.served_names[0], self.state.spec_enabled
+                    self.state.metrics,
+                    self.state.served_names[0],
+                    self.state.spec_enabled,
+                    self.state.num_spec_tokens,
                 ),
                 "text/plain; version=0.0.4; charset=utf-8",
             )
@@ -222,10 +266,14 @@ class Handler(BaseHTTPRequestHandler):
             )
             return
         chat = path.endswith("chat/completions")
-        self._generate(req, model, chat)
+        fault = self.state.take_stream_fault()
+        if fault == "http_500":
+            self._json(500, {"object": "error", "message": "injected fault http_500", "code": 500})
+            return
+        self._generate(req, model, chat, fault)
 
-    def _generate(self, req: dict[str, Any], model: str, chat: bool) -> None:
-        started = time.monotonic()
+    def _generate(self, req: dict[str, Any], model: str, chat: bool, fault: str = "") -> None:
+        started = self.received_at
         st = self.state
         if chat:
             prompt = " ".join(str(m.get("content", "")) for m in req.get("messages", []))
@@ -238,7 +286,13 @@ class Handler(BaseHTTPRequestHandler):
         chunks = plan_chunks(
             max_tokens,
             ttft_s=st.cfg.ttft_ms / 1000,
-            itl_s=st.cfg.itl_ms / 1000,
+            itl_s=step_interval_s(
+                itl_ms=st.cfg.itl_ms,
+                tokens_per_s=st.cfg.tokens_per_s,
+                num_speculative_tokens=st.num_spec_tokens,
+                accepted_per_step=st.cfg.accepted_per_step,
+                spec_speed_factor=st.cfg.spec_speed_factor,
+            ),
             num_speculative_tokens=st.num_spec_tokens,
             accepted_per_step=st.cfg.accepted_per_step,
         )
@@ -255,7 +309,7 @@ class Handler(BaseHTTPRequestHandler):
             st.metrics.prompt_tokens += prompt_tokens
         try:
             if req.get("stream"):
-                self._stream(req, rid, created, obj, model, chat, chunks, started, usage)
+                self._stream(req, rid, created, obj, model, chat, chunks, started, usage, fault)
             else:
                 texts = []
                 emitted = 0
@@ -303,6 +357,7 @@ class Handler(BaseHTTPRequestHandler):
         chunks: list[Chunk],
         started: float,
         usage: dict[str, int],
+        fault: str = "",
     ) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
@@ -313,6 +368,8 @@ class Handler(BaseHTTPRequestHandler):
         emitted = 0
         for n, chunk in enumerate(chunks):
             _sleep_until(started + chunk.at_s)
+            if n and n == len(chunks) // 2 and self._break_stream(fault):
+                return
             text = "".join(token_text(emitted + i) for i in range(chunk.tokens))
             emitted += chunk.tokens
             last = n == len(chunks) - 1
@@ -352,10 +409,19 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.state.metrics.add(chunk)
         options = req.get("stream_options") or {}
-        if options.get("include_usage"):
+        if options.get("include_usage") and fault != "no_usage":
             self.wfile.write(_sse(base | {"choices": [], "usage": usage}))
         self.wfile.write(_sse("[DONE]"))
         self.wfile.flush()
+
+    def _break_stream(self, fault: str) -> bool:
+        """Half-way through a stream: the injected fault, if any (True: stop sending)."""
+        if fault == "malformed_sse":
+            self.wfile.write(b'data: {"id": "cmpl-broken", "choices": [\n\n')
+            self.wfile.flush()
+        elif fault == "stall":
+            time.sleep(self.state.cfg.stall_s)
+        return fault in ("malformed_sse", "stall", "disconnect")
 
 
 def _sleep_until(deadline: float) -> None:
@@ -365,11 +431,104 @@ def _sleep_until(deadline: float) -> None:
         time.sleep(delay)
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's default backlog of 5 drops SYNs when 64 streams connect at once; the
+    # retransmit (1 s) would show up as TTFT. uvicorn (vLLM's server) listens with 2048.
+    request_queue_size = 2048
+    daemon_threads = True
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """socketserver.ThreadingMixIn.process_request, plus the accept time for the thread."""
+        thread = threading.Thread(
+            target=self._process_stamped,
+            args=(request, client_address, time.monotonic()),
+            daemon=True,
+        )
+        thread.start()
+
+    def _process_stamped(self, request: Any, client_address: Any, accepted_at: float) -> None:
+        _ACCEPTED.at = accepted_at
+        self.process_request_thread(request, client_address)
+
+
+_ACCEPTED = threading.local()  # each connection has its own thread
+
+
 def make_server(host: str, port: int, state: ServerState) -> ThreadingHTTPServer:
     handler = type("BoundHandler", (Handler,), {"state": state})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
-    return server
+    return _Server((host, port), handler)
+
+
+@contextlib.contextmanager
+def serving(
+    cfg: DoubleConfig,
+    *,
+    model: str = "m",
+    num_spec_tokens: int = 0,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> Iterator[tuple[str, ServerState]]:
+    """The API alone (no engine, no GPU state) in a thread: yields its base URL and state."""
+    state = ServerState(
+        model=model,
+        served_names=[model],
+        max_model_len=4096,
+        api_keys=[],
+        cfg=cfg,
+        num_spec_tokens=num_spec_tokens,
+        spec_enabled=num_spec_tokens > 0,
+    )
+    server = make_server(host, port, state)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{server.server_address[1]}", state
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def api_main(argv: list[str] | None = None) -> int:
+    """`python -m tests.doubles.vllm_double_http --port N ...`: the API in its own process.
+
+    Benchmarks run the double apart from the client so the two do not share one GIL.
+    """
+    p = argparse.ArgumentParser(prog="vllm_double_http", description=api_main.__doc__)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--model", default="m")
+    p.add_argument("--ttft-ms", type=float, default=50.0)
+    p.add_argument("--itl-ms", type=float, default=10.0)
+    p.add_argument("--tokens-per-s", type=float, default=0.0)
+    p.add_argument("--num-spec-tokens", type=int, default=0)
+    p.add_argument("--accepted-per-step", type=int)
+    p.add_argument("--spec-speed-factor", type=float, default=1.0)
+    p.add_argument("--stream-fault", default="", choices=STREAM_FAULTS)
+    p.add_argument("--stream-fault-after", type=int, default=0)
+    p.add_argument("--stall-s", type=float, default=30.0)
+    p.add_argument("--quiet", action="store_true", help="no request log lines")
+    args = p.parse_args(argv)
+    cfg = DoubleConfig(
+        ttft_ms=args.ttft_ms,
+        itl_ms=args.itl_ms,
+        tokens_per_s=args.tokens_per_s,
+        accepted_per_step=args.accepted_per_step,
+        spec_speed_factor=args.spec_speed_factor,
+        stream_fault=args.stream_fault,
+        stream_fault_after=args.stream_fault_after,
+        stall_s=args.stall_s,
+    )
+    if args.quiet:
+        Handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with serving(
+        cfg, model=args.model, num_spec_tokens=args.num_spec_tokens, host=args.host, port=args.port
+    ) as (url, _):
+        print(f"serving {url}", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            stop.wait()
+    return 0
 
 
 def iter_sse(lines: Iterator[bytes]) -> Iterator[dict[str, Any] | str]:
@@ -379,3 +538,7 @@ def iter_sse(lines: Iterator[bytes]) -> Iterator[dict[str, Any] | str]:
         if line.startswith("data: "):
             data = line[len("data: ") :]
             yield data if data == "[DONE]" else json.loads(data)
+
+
+if __name__ == "__main__":
+    sys.exit(api_main())

@@ -1,0 +1,156 @@
+"""The result schema shared by servebench runs and imported `vllm bench serve` results.
+
+Plain dataclasses with `to_dict`/`from_dict` so a result travels as JSON (CLI `--json`, the
+Django app's database, the GPU machine's `$OUT`) and reads back into the same objects.
+Times inside the schema are milliseconds (like `vllm bench serve --save-result`), except
+the raw per-request samples, which keep seconds as measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+SCHEMA_VERSION = 1
+ENGINE_SERVEBENCH = "servebench"
+ENGINE_VLLM = "vllm-bench-serve"
+
+
+@dataclass
+class RequestRecord:
+    """One request as the client saw it (vLLM's `RequestFuncOutput`, plus why it failed)."""
+
+    success: bool = False
+    prompt_tokens: int = 0
+    output_tokens: int = 0  # usage.completion_tokens
+    ttft_s: float = 0.0  # request sent → first chunk carrying `choices`
+    itl_s: list[float] = field(default_factory=list)  # gap before each later chunk
+    latency_s: float = 0.0  # E2EL: request sent → last chunk carrying `choices`
+    start_s: float = 0.0  # when it was sent, seconds after its level started
+    error: str = ""
+
+    @property
+    def tpot_s(self) -> float | None:
+        """(E2EL - TTFT) / (output tokens - 1); None for answers of one token."""
+        if self.output_tokens <= 1:
+            return None
+        return (self.latency_s - self.ttft_s) / (self.output_tokens - 1)
+
+
+@dataclass
+class Distribution:
+    """Summary of one latency metric in milliseconds (numpy's linear percentiles)."""
+
+    mean: float = 0.0
+    median: float = 0.0
+    std: float = 0.0
+    p90: float = 0.0
+    p99: float = 0.0
+    count: int = 0
+
+
+@dataclass
+class SpecDecodeStats:
+    """Speculative decoding over one level: the delta of vLLM's /metrics counters."""
+
+    num_drafts: int
+    draft_tokens: int
+    accepted_tokens: int
+    acceptance_rate: float  # percent of draft tokens accepted
+    acceptance_length: float  # 1 + accepted / drafts: tokens per target-model step
+    per_position_acceptance_rates: list[float] = field(default_factory=list)
+
+
+@dataclass
+class LevelResult:
+    """One concurrency level (or request rate) of a run."""
+
+    concurrency: int | None  # None: no limit (with a request rate)
+    request_rate: float | None  # None: as fast as the concurrency allows
+    duration_s: float
+    completed: int
+    failed: int
+    total_input_tokens: int
+    total_output_tokens: int
+    request_throughput: float  # completed requests / s
+    output_throughput: float  # output tokens / s
+    ttft_ms: Distribution
+    tpot_ms: Distribution
+    itl_ms: Distribution
+    e2el_ms: Distribution
+    spec_decode: SpecDecodeStats | None = None
+    incomplete: bool = False
+    errors: dict[str, int] = field(default_factory=dict)  # message → how many requests
+    requests: list[RequestRecord] = field(default_factory=list)
+    repeat: int = 0  # which repeat of the run's level list this is
+
+    def samples_ms(self, metric: str) -> list[float]:
+        """Per-request values of ttft/tpot/e2el in ms (for distribution plots)."""
+        ok = [r for r in self.requests if r.success]
+        if metric == "ttft":
+            return [r.ttft_s * 1000 for r in ok]
+        if metric == "e2el":
+            return [r.latency_s * 1000 for r in ok]
+        if metric == "tpot":
+            return [t * 1000 for r in ok if (t := r.tpot_s) is not None]
+        raise ValueError(f"no per-request samples for {metric!r}; use ttft, tpot or e2el")
+
+
+@dataclass
+class BenchResult:
+    """A whole run: its settings, one result per level, and whether it is complete."""
+
+    engine: str
+    settings: dict[str, Any]
+    levels: list[LevelResult] = field(default_factory=list)
+    started_at: str = ""
+    model: str = ""
+    incomplete: bool = False
+    error: str = ""  # why the run stopped early, if it did
+    schema: int = SCHEMA_VERSION
+
+    def level(self, concurrency: int | None, repeat: int = 0) -> LevelResult | None:
+        return next(
+            (lv for lv in self.levels if lv.concurrency == concurrency and lv.repeat == repeat),
+            None,
+        )
+
+    def repeats_of(self, concurrency: int | None) -> list[LevelResult]:
+        """Every repeat measured at one concurrency, in run order."""
+        return [lv for lv in self.levels if lv.concurrency == concurrency]
+
+    @property
+    def concurrencies(self) -> list[int | None]:
+        return list(dict.fromkeys(lv.concurrency for lv in self.levels))
+
+    def to_dict(self, *, with_requests: bool = True) -> dict[str, Any]:
+        data = asdict(self)
+        if not with_requests:
+            for level in data["levels"]:
+                level["requests"] = []
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BenchResult:
+        """Read back what `to_dict` wrote; unknown keys are ignored (newer writers)."""
+        if not isinstance(data, dict) or "levels" not in data:
+            raise ValueError("not a servebench result: no 'levels'")
+        levels = [_level_from_dict(lv) for lv in data["levels"]]
+        return cls(**(_known(cls, data) | {"levels": levels}))
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def _level_from_dict(data: dict[str, Any]) -> LevelResult:
+    values = _known(LevelResult, data)
+    for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"):
+        values[name] = Distribution(**_known(Distribution, data.get(name) or {}))
+    spec = data.get("spec_decode")
+    values["spec_decode"] = SpecDecodeStats(**_known(SpecDecodeStats, spec)) if spec else None
+    values["requests"] = [
+        RequestRecord(**_known(RequestRecord, r)) for r in data.get("requests") or []
+    ]
+    return LevelResult(**values)
