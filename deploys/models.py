@@ -124,7 +124,8 @@ class DeployRequest(models.Model):
 
 
 class JobStep(models.Model):
-    """One step of a deploy job (preflight, push, daemon-reload, …) with its log."""
+    """One step of a deploy job (preflight, push, daemon-reload, …): its log, its result,
+    every command it ran on the host (exit code, duration) and what it read there."""
 
     class Status(models.TextChoices):
         RUNNING = "running", "Running"
@@ -132,13 +133,30 @@ class JobStep(models.Model):
         FAILED = "failed", "Failed"
         SKIPPED = "skipped", "Skipped"
 
+    class Phase(models.TextChoices):
+        MAIN = "main", "Job"
+        ROLLBACK = "rollback", "Rollback"
+
     request = models.ForeignKey(DeployRequest, on_delete=models.PROTECT, related_name="steps")
     name = models.CharField(max_length=50)
+    phase = models.CharField(max_length=10, choices=Phase.choices, default=Phase.MAIN)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     log = models.TextField(blank=True)
     result = models.JSONField(default=dict, blank=True)
+    # deploys.transports.records.records_json: every command, file access, D-Bus/NVML call.
+    commands = models.JSONField(default=dict, blank=True)
+    # What the step read on the host (unit properties, GPU tables, journal lines), by name.
+    reads = models.JSONField(default=dict, blank=True)
+    # While running: elapsed seconds and the latest message, for the live job page.
+    progress = models.JSONField(default=dict, blank=True)
+
+    @property
+    def duration(self) -> float | None:
+        if self.finished_at is None or self.started_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
 
     class Meta:
         ordering = ["request", "started_at", "pk"]

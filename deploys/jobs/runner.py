@@ -15,6 +15,7 @@ same transaction as the row.
 from __future__ import annotations
 
 import logging
+import time
 import traceback
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -36,18 +37,23 @@ from deploys.probe import probe_host
 from deploys.selectors import host_probe_executables
 from deploys.services.hosts import host_record_probe, host_record_probe_error
 from deploys.transports import Transport, TransportError
+from deploys.transports.records import CommandRecord, records_json
 
 log = logging.getLogger(__name__)
 
 LOCK_STEP = "host_lock"
 _FINAL_STATUS = {
     Outcome.OK: DeployRequest.Status.SUCCEEDED,
+    Outcome.SKIPPED: DeployRequest.Status.SUCCEEDED,
     Outcome.FAILED: DeployRequest.Status.FAILED,
+    Outcome.REGRESSED: DeployRequest.Status.FAILED,
     Outcome.VOID: DeployRequest.Status.VOID,
 }
 _FINAL_KIND = {
     Outcome.OK: AuditKind.DEPLOY_SUCCEEDED,
+    Outcome.SKIPPED: AuditKind.DEPLOY_SUCCEEDED,
     Outcome.FAILED: AuditKind.DEPLOY_FAILED,
+    Outcome.REGRESSED: AuditKind.DEPLOY_FAILED,
     Outcome.VOID: AuditKind.DEPLOY_VOIDED,
 }
 
@@ -161,12 +167,21 @@ def _take_lock(ctx: DeployContext, wait: float | None) -> StepResult:
     return StepResult.success(owner=ctx.lease.owner, took_over_from=ctx.lease.took_over_from)
 
 
-def _run_step(ctx: DeployContext, name: str, step: Step) -> StepResult:
+def _run_step(
+    ctx: DeployContext, name: str, step: Step, phase: str = JobStep.Phase.MAIN
+) -> StepResult:
+    """Run one step and record it: a JobStep row (log, result, what it read, every command
+    the transport ran with exit codes and durations) and its audit events."""
     request = ctx.request
     with transaction.atomic():
-        row = JobStep.objects.create(request=request, name=name)
-        _audit(AuditKind.JOB_STEP_STARTED, request, {"request": request.pk, "step": name})
+        row = JobStep.objects.create(request=request, name=name, phase=phase)
+        _audit(
+            AuditKind.JOB_STEP_STARTED, request, {"request": request.pk, "step": name, **_ph(phase)}
+        )
     ctx.lines = []
+    ctx.reads = {}
+    ctx.on_progress = _progress_writer(row.pk)
+    _take_records(ctx)  # anything done between steps belongs to no step
     try:
         result = step(ctx)
     except TransportError as exc:  # expected on real networks: a clear one-line reason
@@ -177,20 +192,76 @@ def _run_step(ctx: DeployContext, name: str, step: Step) -> StepResult:
         result = StepResult.failed(f"unexpected {type(exc).__name__}: {exc}")
     if result.reason:
         ctx.log(f"{result.outcome}: {result.reason}")
-    status = JobStep.Status.SUCCEEDED if result.ok else JobStep.Status.FAILED
-    payload: dict[str, Any] = {"request": request.pk, "step": name, "outcome": str(result.outcome)}
+    status = _STEP_STATUS[result.outcome]
+    payload: dict[str, Any] = {
+        "request": request.pk,
+        "step": name,
+        "outcome": str(result.outcome),
+        **_ph(phase),
+    }
     if result.reason:
         payload["reason"] = result.reason
+    commands = records_json(_take_records(ctx))
     with transaction.atomic():
         JobStep.objects.filter(pk=row.pk).update(
             status=status,
             finished_at=timezone.now(),
             log="\n".join(ctx.lines),
             result={"outcome": str(result.outcome), "reason": result.reason, **result.data},
+            commands=commands,
+            reads=ctx.reads,
+            progress={},
         )
-        kind = AuditKind.JOB_STEP_FINISHED if result.ok else AuditKind.JOB_STEP_FAILED
-        _audit(kind, request, payload)
+        kind = (
+            AuditKind.JOB_STEP_FAILED
+            if status == JobStep.Status.FAILED
+            else (AuditKind.JOB_STEP_FINISHED)
+        )
+        _audit(kind, request, payload | {"commands": commands["count"]})
+    ctx.on_progress = lambda message: None
     return result
+
+
+_STEP_STATUS = {
+    Outcome.OK: JobStep.Status.SUCCEEDED,
+    Outcome.SKIPPED: JobStep.Status.SKIPPED,
+    Outcome.FAILED: JobStep.Status.FAILED,
+    Outcome.VOID: JobStep.Status.FAILED,
+    Outcome.REGRESSED: JobStep.Status.FAILED,
+}
+PROGRESS_EVERY_S = 1.0
+
+
+def _ph(phase: str) -> dict[str, str]:
+    """The phase in audit payloads, only when it is not the main one (older events)."""
+    return {} if phase == JobStep.Phase.MAIN else {"phase": str(phase)}
+
+
+def _take_records(ctx: DeployContext) -> list[CommandRecord]:
+    transport = ctx.existing_transport
+    return transport.command_log.take() if transport is not None else []
+
+
+def _progress_writer(step_id: int) -> Callable[[str], None]:
+    """A writer of JobStep.progress for one step, at most every PROGRESS_EVERY_S (a
+    readiness wait reports every poll; the page needs a fresh line, not every line)."""
+    started = time.monotonic()
+    last = [0.0]
+
+    def write(message: str) -> None:
+        now = time.monotonic()
+        if now - last[0] < PROGRESS_EVERY_S:
+            return
+        last[0] = now
+        JobStep.objects.filter(pk=step_id, status=JobStep.Status.RUNNING).update(
+            progress={
+                "elapsed_s": round(now - started, 1),
+                "message": message[:500],
+                "at": timezone.now().isoformat(),
+            }
+        )
+
+    return write
 
 
 def _skip(ctx: DeployContext, names: list[str]) -> None:

@@ -28,6 +28,7 @@ from audit.models import AuditKind
 from audit.services import record
 from deploys.approvals import approval_problems
 from deploys.jobs.lease import HostLease
+from deploys.jobs.service import VllmService
 from deploys.models import DeployRequest, Host, PushedUnit
 from deploys.selectors import lint_versions
 from deploys.transports import Transport, TransportError, UnitPushError, push_unit
@@ -42,33 +43,50 @@ MAX_REASON_CHARS = 2000
 
 class Outcome(StrEnum):
     OK = "ok"
+    SKIPPED = "skipped"  # nothing to do here (said why); the job goes on
     FAILED = "failed"  # could not be done; the request ends `failed`
     VOID = "void"  # the approval no longer holds; the request ends `void`
+    REGRESSED = "regressed"  # it runs, but worse than before (the benchmark's verdict)
 
 
 @dataclass(frozen=True)
 class StepResult:
-    """What a step did: its outcome, a one-line reason when not OK, and JSON facts."""
+    """What a step did: its outcome, a one-line reason when not OK, and JSON facts.
+
+    `rollback`: the step asks for the previous unit to be put back (the runner does so
+    when the profile allows rollbacks). Failures after the service was touched ask for it
+    by default; a benchmark's "regressed" does too.
+    """
 
     outcome: Outcome = Outcome.OK
     reason: str = ""
     data: dict[str, Any] = field(default_factory=dict)
+    rollback: bool = False
 
     @property
     def ok(self) -> bool:
-        return self.outcome is Outcome.OK
+        """The job may go on (succeeded or skipped)."""
+        return self.outcome in (Outcome.OK, Outcome.SKIPPED)
 
     @classmethod
     def success(cls, **data: Any) -> StepResult:
         return cls(Outcome.OK, "", data)
 
     @classmethod
-    def failed(cls, reason: str, **data: Any) -> StepResult:
-        return cls(Outcome.FAILED, _clip(reason), data)
+    def skipped(cls, reason: str, **data: Any) -> StepResult:
+        return cls(Outcome.SKIPPED, _clip(reason), data)
+
+    @classmethod
+    def failed(cls, reason: str, *, rollback: bool = False, **data: Any) -> StepResult:
+        return cls(Outcome.FAILED, _clip(reason), data, rollback)
 
     @classmethod
     def void(cls, reason: str, **data: Any) -> StepResult:
         return cls(Outcome.VOID, _clip(reason), data)
+
+    @classmethod
+    def regressed(cls, reason: str, *, rollback: bool = True, **data: Any) -> StepResult:
+        return cls(Outcome.REGRESSED, _clip(reason), data, rollback)
 
 
 @dataclass
@@ -83,6 +101,13 @@ class DeployContext:
     now: Callable[[], datetime] = timezone.now
     unit_dir: str = DEFAULT_UNIT_DIR
     lines: list[str] = field(default_factory=list)
+    reads: dict[str, Any] = field(default_factory=dict)
+    # Set by the runner: report progress of a long step (the live job page shows it),
+    # and ask whether someone cancelled the job (long waits return early then).
+    on_progress: Callable[[str], None] = lambda message: None
+    cancel_requested: Callable[[], bool] = lambda: False
+    # The vLLM server of the unit being run (set by preflight; `deploys.jobs.service`).
+    service: VllmService | None = None
     push_result: PushResult | None = None
     pushed_unit: PushedUnit | None = None
     push_problems: str = ""  # systemd verification failed after the files moved
@@ -94,6 +119,11 @@ class DeployContext:
         JobStep saying why), then reused by every step: one connection per job."""
         if self._transport is None:
             self._transport = self.connect(self.host)
+        return self._transport
+
+    @property
+    def existing_transport(self) -> Transport | None:
+        """The transport if a step has connected, without connecting."""
         return self._transport
 
     def close(self) -> None:
@@ -111,6 +141,15 @@ class DeployContext:
     def log(self, line: str) -> None:
         """A line for the current step's JobStep.log (the runner resets it per step)."""
         self.lines.append(line)
+
+    def read(self, name: str, value: Any) -> Any:
+        """Keep what the step read on the host (JSON) in its JobStep.reads; returns it."""
+        self.reads[name] = value
+        return value
+
+    def progress(self, message: str) -> None:
+        """Tell the live job page where a long step is ("loading weights, 12 min")."""
+        self.on_progress(message)
 
 
 Step = Callable[[DeployContext], StepResult]

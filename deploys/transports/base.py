@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from .errors import GpuUnavailable, RemoteCommandFailed, TransportError
+from .records import READ, REMOVE, RUN, WRITE, CommandLog
 
 DEFAULT_COMMAND_TIMEOUT = 60.0
 # write_file_atomic's temp files are ".<name>.specadmin-<random>" beside the target.
@@ -223,12 +224,24 @@ def parse_nvidia_smi(gpu_csv: str, apps_csv: str) -> list[GpuInfo]:
 
 
 class Transport(abc.ABC):
-    """One host, reached somehow. Use as a context manager; `close()` is idempotent."""
+    """One host, reached somehow. Use as a context manager; `close()` is idempotent.
+
+    The public operations (`run`, `read_file`, `write_file_atomic`, `remove_file`) record
+    themselves in `command_log` and call the implementation's `_run`, `_read_file`, …:
+    a job step's record of what it did on the host is complete without the step's help.
+    """
 
     command_timeout: float = DEFAULT_COMMAND_TIMEOUT
 
-    # -- primitives (implementation-specific) -------------------------------------------
-    @abc.abstractmethod
+    @property
+    def command_log(self) -> CommandLog:
+        """Everything done through this transport since the last `command_log.take()`."""
+        log = self.__dict__.get("_command_log")
+        if log is None:
+            log = self.__dict__["_command_log"] = CommandLog()
+        return log
+
+    # -- recorded operations ------------------------------------------------------------
     def run(
         self, argv: Sequence[str], *, timeout: float | None = None, input: bytes | None = None
     ) -> CommandResult:
@@ -237,12 +250,23 @@ class Transport(abc.ABC):
         Raises CommandTimeout past `timeout` (default: the transport's command timeout).
         A non-zero exit code is a result, not an exception (see CommandResult.check).
         """
+        words = [a if isinstance(a, str) else a.decode(errors="replace") for a in argv]
+        with self.command_log.recording(RUN, words, bound_s=self.host_bound(timeout)) as out:
+            result = self._run(argv, timeout=timeout, input=input)
+            out["exit_code"] = result.exit_code
+            out["stdout_bytes"] = len(result.stdout)
+            if result.exit_code != 0:
+                out["stderr"] = result.stderr_text.strip()
+        return result
 
-    @abc.abstractmethod
     def read_file(self, path: str) -> bytes | None:
         """The file's bytes, or None when it does not exist."""
+        with self.command_log.recording(READ, [path]) as out:
+            data = self._read_file(path)
+            out["exit_code"] = 0 if data is not None else 1
+            out["stdout_bytes"] = len(data or b"")
+        return data
 
-    @abc.abstractmethod
     def write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
         """Replace `path` atomically: readers see the old or the new file, never a mix.
 
@@ -250,6 +274,34 @@ class Transport(abc.ABC):
         flushed to disk, then renamed over the target. On failure the old file is untouched
         and the temp file removed where the connection still allows it.
         """
+        with self.command_log.recording(WRITE, [path, f"{len(data)} bytes", f"mode {mode:o}"]):
+            self._write_file_atomic(path, data, mode)
+
+    def remove_file(self, path: str) -> bool:
+        """Remove a file; False when it did not exist."""
+        with self.command_log.recording(REMOVE, [path]) as out:
+            removed = self._remove_file(path)
+            out["exit_code"] = 0 if removed else 1
+        return removed
+
+    def host_bound(self, timeout: float | None) -> float | None:
+        """Seconds after which the host itself ends a command (None: not bounded there)."""
+        return None
+
+    # -- primitives (implementation-specific) -------------------------------------------
+    @abc.abstractmethod
+    def _run(
+        self, argv: Sequence[str], *, timeout: float | None = None, input: bytes | None = None
+    ) -> CommandResult: ...
+
+    @abc.abstractmethod
+    def _read_file(self, path: str) -> bytes | None: ...
+
+    @abc.abstractmethod
+    def _write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None: ...
+
+    @abc.abstractmethod
+    def _remove_file(self, path: str) -> bool: ...
 
     @abc.abstractmethod
     def close(self) -> None: ...

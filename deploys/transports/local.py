@@ -32,6 +32,7 @@ from .base import (
     require_unit_name,
 )
 from .errors import CommandTimeout, GpuUnavailable, RemoteCommandFailed, TransportError
+from .records import DBUS, NVML
 
 SYSTEMD = b"org.freedesktop.systemd1"
 MANAGER_PATH = b"/org/freedesktop/systemd1"
@@ -107,9 +108,11 @@ class LocalTransport(Transport):
             self._nvml_ready = False
 
     # -- commands ------------------------------------------------------------------------
-    def run(
+    def _run(
         self, argv: Sequence[str], *, timeout: float | None = None, input: bytes | None = None
     ) -> CommandResult:
+        """A child in its own session: at the deadline its whole process group is killed,
+        so nothing outlives the bound (the local counterpart of SSH's `timeout(1)`)."""
         argv = list(argv)
         if not argv:
             raise ValueError("empty argv")
@@ -139,7 +142,7 @@ class LocalTransport(Transport):
         return CommandResult(proc.returncode, out, err, time.monotonic() - started)
 
     # -- files ---------------------------------------------------------------------------
-    def read_file(self, path: str) -> bytes | None:
+    def _read_file(self, path: str) -> bytes | None:
         try:
             with open(path, "rb") as f:
                 return f.read()
@@ -148,7 +151,16 @@ class LocalTransport(Transport):
         except OSError as exc:
             raise TransportError(f"cannot read {path}: {exc}") from exc
 
-    def write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
+    def _remove_file(self, path: str) -> bool:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise TransportError(f"cannot remove {path}: {exc}") from exc
+        return True
+
+    def _write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
         """mkstemp beside the target, write, fchmod, fsync, os.replace, fsync the directory.
 
         The directory fsync makes the rename itself durable (rename(2), fsync(2)).
@@ -214,7 +226,7 @@ class LocalTransport(Transport):
         wanted = list(names)
         values: dict[bytes, Any] = {}
         try:
-            with self._bus() as bus:
+            with self.command_log.recording(DBUS, ["GetAll", unit]), self._bus() as bus:
                 path = systemd1.Unit(unit.encode(), bus=bus).path
                 values.update(self._get_all(bus, path, UNIT_IFACE))
                 type_iface = b"org.freedesktop.systemd1." + unit.rsplit(".", 1)[1].title().encode()
@@ -228,7 +240,7 @@ class LocalTransport(Transport):
 
     def daemon_reload(self) -> None:
         try:
-            with self._bus() as bus:
+            with self.command_log.recording(DBUS, ["Reload"]), self._bus() as bus:
                 bus.call_method(SYSTEMD, MANAGER_PATH, MANAGER_IFACE, b"Reload", [])
         except TransportError:
             raise
@@ -253,7 +265,7 @@ class LocalTransport(Transport):
 
         what = [method.decode(), unit, "replace"]
         try:
-            with self._bus() as bus:
+            with self.command_log.recording(DBUS, what), self._bus() as bus:
                 # Subscribe and match before queueing, so the signal cannot be missed.
                 bus.call_method(SYSTEMD, MANAGER_PATH, MANAGER_IFACE, b"Subscribe", [])
                 bus.match_signal(
@@ -313,6 +325,10 @@ class LocalTransport(Transport):
             return nvml
 
     def gpu_status(self) -> list[GpuInfo]:
+        with self.command_log.recording(NVML, ["memory and compute processes of every GPU"]):
+            return self._gpu_status()
+
+    def _gpu_status(self) -> list[GpuInfo]:
         nvml = self._nvml()
         try:
             gpus = []

@@ -43,6 +43,9 @@ class PushResult:
     previous_sha256: str | None
     backup_path: str | None  # None when there was nothing to back up or nothing changed
     properties: dict[str, str] = field(default_factory=dict)
+    # A brand-new unit: the `.specadmin-prev` of an earlier unit of that name, removed so
+    # that no backup of something else lies beside it (a rollback would restore it).
+    removed_stale_backup: str | None = None
 
 
 def sha256_hex(data: bytes) -> str:
@@ -94,13 +97,23 @@ def push_unit(
         )
     changed = previous != data
     backup_path = None
+    stale_backup = None
     if changed:
         if previous is not None:
             backup_path = path + BACKUP_SUFFIX
             transport.write_file_atomic(backup_path, previous, 0o644)
+        elif transport.remove_file(path + BACKUP_SUFFIX):
+            stale_backup = path + BACKUP_SUFFIX
         transport.write_file_atomic(path, data, 0o644)
     return _reload_and_verify(
-        transport, unit, path, data, previous, backup_path, "pushed but not loaded as expected"
+        transport,
+        unit,
+        path,
+        data,
+        previous,
+        backup_path,
+        "pushed but not loaded as expected",
+        removed_stale_backup=stale_backup,
     )
 
 
@@ -112,6 +125,8 @@ def _reload_and_verify(
     previous: bytes | None,
     backup_path: str | None,
     failure: str,
+    *,
+    removed_stale_backup: str | None = None,
 ) -> PushResult:
     """daemon-reload, read `systemctl show`, and raise UnitPushError (with the result:
     the files did move) when systemd did not load `path` as the unit."""
@@ -126,6 +141,7 @@ def _reload_and_verify(
         previous_sha256=None if previous is None else sha256_hex(previous),
         backup_path=backup_path,
         properties=props,
+        removed_stale_backup=removed_stale_backup,
     )
     problems = verify_problems(props, path)
     if problems:

@@ -43,10 +43,19 @@ from .errors import (
     HostUnreachable,
     TransportError,
 )
+from .records import CONNECT, REMOVE
 
 T = TypeVar("T")
 KEEPALIVE_SECONDS = 15
 _CHUNK = 1 << 16
+# Every command runs under `timeout(1)` on the host: a channel we stop listening to does
+# not stop the command there (OpenSSH refuses the "signal" request for root sessions, see
+# _send_signal). timeout(1) sends SIGTERM to the command's process group at the bound and
+# SIGKILL HOST_KILL_AFTER_S later; exit 124 (or 137 after the KILL) means it did.
+# We wait for the channel a little longer than that, so the host's verdict arrives first.
+HOST_KILL_AFTER_S = 5.0
+CHANNEL_GRACE_S = HOST_KILL_AFTER_S + 5.0
+TIMEOUT_EXIT_CODES = (124, 137)
 
 
 # --------------------------------------------------------------------------------------
@@ -156,7 +165,7 @@ def _send_signal(chan: paramiko.Channel, name: str) -> None:
     killed instead of running on after we stop listening. Best effort only: OpenSSH 9.2
     refuses it for root sessions ("session signalling requires privilege separation", seen
     on the test host), and closing a channel without a pty does not kill the command either.
-    Commands that must not outlive their deadline should bound themselves (`timeout(1)`).
+    That is why every command also runs under `timeout(1)` on the host (`SSHTransport._run`).
     """
     try:
         m = Message()
@@ -233,7 +242,8 @@ class SSHTransport(Transport):
                 if t is not None and t.is_active():
                     return t
                 self._drop_locked()
-            self._client = self._connect()
+            with self.command_log.recording(CONNECT, [f"{self.username}@{self.host}:{self.port}"]):
+                self._client = self._connect()
             self._generation += 1
             t = self._client.get_transport()
             assert t is not None
@@ -362,18 +372,36 @@ class SSHTransport(Transport):
                     self._drop_locked()
             reconnected = True
 
-    def run(
+    def host_bound(self, timeout: float | None) -> float:
+        return self.command_timeout if timeout is None else timeout
+
+    def _run(
         self,
         argv: Sequence[str | bytes],
         *,
         timeout: float | None = None,
         input: bytes | None = None,
     ) -> CommandResult:
+        """argv under `timeout(1)` on the host; CommandTimeout when the host ended it."""
         argv_list = [a if isinstance(a, str) else a.decode(errors="replace") for a in argv]
         if not argv_list:
             raise ValueError("empty argv")
+        bound = self.host_bound(timeout)
+        bounded = ["timeout", f"--kill-after={HOST_KILL_AFTER_S:g}s", f"{bound:.3f}s", *argv]
+        result = self._exec(bounded, argv_list, bound + CHANNEL_GRACE_S, input)
+        if result.exit_code in TIMEOUT_EXIT_CODES and result.duration >= bound - 0.05:
+            raise CommandTimeout(argv_list, bound, result.stdout, result.stderr)
+        return result
+
+    def _exec(
+        self,
+        argv: Sequence[str | bytes],
+        argv_list: list[str],
+        timeout: float,
+        input: bytes | None,
+    ) -> CommandResult:
+        """One SSH exec of exactly `argv`, waiting up to `timeout` for the channel."""
         command = quote_argv(argv)
-        timeout = self.command_timeout if timeout is None else timeout
         started = time.monotonic()
         deadline = started + timeout
         chan = self._open(
@@ -470,7 +498,7 @@ class SSHTransport(Transport):
         t = client.get_transport() if client is not None else None
         return t is not None and t.is_active()
 
-    def read_file(self, path: str) -> bytes | None:
+    def _read_file(self, path: str) -> bytes | None:
         _require_absolute(path)
         try:
             with self._sftp().open(path, "rb") as f:
@@ -483,7 +511,19 @@ class SSHTransport(Transport):
         except (paramiko.SSHException, EOFError) as exc:
             raise self._io_error("read", path, exc) from exc
 
-    def write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
+    def _remove_file(self, path: str) -> bool:
+        _require_absolute(path)
+        try:
+            self._sftp().remove(path)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return False
+            raise self._io_error("remove", path, exc) from exc
+        except (paramiko.SSHException, EOFError) as exc:
+            raise self._io_error("remove", path, exc) from exc
+        return True
+
+    def _write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
         """SFTP upload to `.<name>.specadmin-<random>` beside the target, then posix_rename.
 
         The temp file is created with O_EXCL, chmod-ed, fsync-ed (fsync@openssh.com where
@@ -519,15 +559,16 @@ class SSHTransport(Transport):
         """As Transport.remove_stale_temp_files, over SFTP (no shell, no glob quoting)."""
         directory, name = posixpath.split(path)
         prefix = f".{name}{TEMP_INFIX}"
-        sftp = self._sftp()
-        removed = []
-        try:
-            for entry in sftp.listdir(directory):
-                if entry.startswith(prefix):
-                    sftp.remove(posixpath.join(directory, entry))
-                    removed.append(posixpath.join(directory, entry))
-        except Exception as exc:
-            raise self._io_error("clean up", directory, exc) from exc
+        removed: list[str] = []
+        with self.command_log.recording(REMOVE, [f"{directory}/{prefix}*"]):
+            sftp = self._sftp()
+            try:
+                for entry in sftp.listdir(directory):
+                    if entry.startswith(prefix):
+                        sftp.remove(posixpath.join(directory, entry))
+                        removed.append(posixpath.join(directory, entry))
+            except Exception as exc:
+                raise self._io_error("clean up", directory, exc) from exc
         return removed
 
 

@@ -250,7 +250,7 @@ class ScriptedTransport(Transport):
         self.gpus = gpus
         self.ran: list[list[str]] = []
 
-    def run(
+    def _run(
         self, argv: Sequence[str], *, timeout: float | None = None, input: bytes | None = None
     ) -> CommandResult:
         self.ran.append(list(argv))
@@ -264,10 +264,13 @@ class ScriptedTransport(Transport):
             raise self.gpus
         return self.gpus
 
-    def read_file(self, path: str) -> bytes | None:
+    def _read_file(self, path: str) -> bytes | None:
         raise NotImplementedError
 
-    def write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
+    def _write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
+        raise NotImplementedError
+
+    def _remove_file(self, path: str) -> bool:
         raise NotImplementedError
 
     def close(self) -> None:

@@ -181,6 +181,18 @@ def test_approved_request_is_pushed_reloaded_and_backed_up(
         old,
         path + BACKUP_SUFFIX,
     )
+    push_step = JobStep.objects.get(request=request, name="push")
+    ran = [(r["kind"], r["argv"][:2], r["exit"]) for r in push_step.commands["records"]]
+    assert ("write", [path + BACKUP_SUFFIX, f"{len(old)} bytes"], 0) in ran
+    assert ("write", [path, f"{len(request.unit_text.encode())} bytes"], 0) in ran
+    assert ("run", ["systemctl", "--no-pager"], 0) in ran  # daemon-reload, show
+    assert push_step.commands["count"] == len(ran) and all(
+        r["s"] >= 0 and r["at"] > 0 for r in push_step.commands["records"]
+    )
+    preflight_step = JobStep.objects.get(request=request, name="preflight")
+    assert [r["argv"] for r in preflight_step.commands["records"] if r["kind"] == "read"] == [
+        [path]
+    ]
     reload_step = JobStep.objects.get(request=request, name="daemon_reload")
     assert "inside push_unit" in reload_step.log
     assert reload_step.result["properties"]["NeedDaemonReload"] == "no"

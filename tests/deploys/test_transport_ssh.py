@@ -442,6 +442,26 @@ def test_push_unit_backup_reload_verify(ssh: SSHTransport, testhost: TestHost) -
         ssh.daemon_reload()
 
 
+def test_brand_new_unit_does_not_keep_an_older_backup(
+    ssh: SSHTransport, testhost: TestHost
+) -> None:
+    """A unit of that name was removed by hand, its backup stayed: a rollback of the new
+    unit must not find something unrelated to put back."""
+    unit = unique("specadmin-fresh") + ".service"
+    path = f"{UNIT_DIR}/{unit}"
+    testhost.write_file(path + BACKUP_SUFFIX, "[Service]\nExecStart=/bin/echo ancient\n")
+    try:
+        result = push_unit(ssh, unit, "[Service]\nExecStart=/bin/sleep 100\n")
+        assert result.changed and result.previous is None and result.backup_path is None
+        assert result.removed_stale_backup == path + BACKUP_SUFFIX
+        assert testhost.nsenter(["ls", "-A", UNIT_DIR]).stdout.count(unit) == 1
+        with pytest.raises(UnitPushError, match="no backup"):
+            restore_backup(ssh, unit)
+    finally:
+        ssh.run(["rm", "-f", path, path + BACKUP_SUFFIX])
+        ssh.daemon_reload()
+
+
 def test_push_unit_refuses_bad_input_without_writing(ssh: SSHTransport) -> None:
     before = ssh.run(["ls", "-A", UNIT_DIR]).stdout
     for name in ("../evil.service", "a;b.service", "x y.service", "$(id).service", "noext"):
