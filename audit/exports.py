@@ -23,6 +23,8 @@ EXPORT_FIELDS = [
     "payload",
     "prev_hash",
     "hash",
+    "scheme",
+    "key_id",
 ]
 """Every hashed field plus the hash, so an export can be checked outside specadmin."""
 
@@ -45,6 +47,8 @@ def event_as_dict(event: AuditEvent) -> dict[str, Any]:
         "payload": event.payload,
         "prev_hash": event.prev_hash,
         "hash": event.hash,
+        "scheme": event.scheme or 1,
+        "key_id": event.key_id or "",
     }
 
 

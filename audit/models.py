@@ -1,8 +1,19 @@
 """The append-only audit log: one hash-chained row per state change.
 
-Every `AuditEvent` stores `prev_hash` (the hash of the event before it) and `hash` (sha256
-over a canonical JSON form of all its fields, `prev_hash` included), so editing, deleting or
+Every `AuditEvent` stores `prev_hash` (the hash of the event before it) and `hash` (over a
+canonical JSON form of all its fields, `prev_hash` included), so editing, deleting or
 reordering a row breaks the chain and `manage.py verifyaudit` names the first broken link.
+
+Two hash schemes (the `scheme` column; issue 9):
+- 2, keyed (every event written since): HMAC-SHA256 with a key from a file outside the
+  database (`audit.keys`), so someone who can write the database cannot recompute hashes
+  after an edit. `key_id` names the key.
+- 1, legacy (NULL in `scheme`): plain sha256, as written before keys existed. Those rows
+  keep their hashes (exports made then still check); the first keyed event's HMAC covers
+  the last legacy hash, so the legacy prefix is anchored by the key too, and no legacy row
+  may follow a keyed one. `docs/operations.md` ("Audit history") describes the upgrade.
+Signed checkpoints of the chain's head, exported outside the database
+(`audit.checkpoints`), catch what no hash can: events deleted from the end.
 
 Rows are written only by `audit.services.record()`, which assigns `id` and `prev_hash` under
 a lock. The application refuses updates and deletes here in code; the database refuses them
@@ -21,11 +32,14 @@ from typing import Any, NoReturn
 from django.conf import settings
 from django.db import models
 
+from audit.keys import AuditKeyError, AuditKeys, key_path, load_keys
+
 GENESIS_HASH = "0" * 64
 """`prev_hash` of the first event: the chain starts from a fixed, well-known value."""
 
-HASH_SCHEME = 1
-"""Part of every hashed document, so a future change of the canonical form is detectable."""
+LEGACY_SCHEME = 1
+KEYED_SCHEME = 2
+"""Part of every hashed document, so a change of the canonical form is detectable."""
 
 
 class AuditKind(StrEnum):
@@ -117,6 +131,13 @@ class AuditEvent(models.Model):
     payload = models.JSONField(default=dict, blank=True)
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64, unique=True)
+    # Nullable without a default on purpose: SQLite then adds the columns with ALTER TABLE
+    # instead of rebuilding the table (which would drop its append-only trigger), and the
+    # rows from before keys existed read as NULL = legacy.
+    scheme = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="2: HMAC-SHA256 (keyed); empty: legacy sha256"
+    )
+    key_id = models.CharField(max_length=16, null=True, blank=True)
 
     objects = AuditEventQuerySet.as_manager()
 
@@ -136,10 +157,14 @@ class AuditEvent(models.Model):
         """The payload as indented JSON, for people reading the history page."""
         return json.dumps(self.payload, indent=2, sort_keys=True, ensure_ascii=False)
 
+    @property
+    def keyed(self) -> bool:
+        return self.scheme == KEYED_SCHEME
+
     def canonical_document(self) -> dict[str, Any]:
         """Everything the hash covers, in plain JSON types."""
-        return {
-            "scheme": HASH_SCHEME,
+        document = {
+            "scheme": self.scheme or LEGACY_SCHEME,
             "id": self.id,
             "at": self.at.astimezone(UTC).isoformat(timespec="microseconds"),
             "actor_id": self.actor_id,
@@ -153,9 +178,12 @@ class AuditEvent(models.Model):
             "payload": self.payload,
             "prev_hash": self.prev_hash,
         }
+        if self.keyed:
+            document["key_id"] = self.key_id
+        return document
 
-    def compute_hash(self) -> str:
-        """sha256 of the canonical document: sorted keys, no whitespace, UTF-8."""
+    def canonical_bytes(self) -> bytes:
+        """The canonical document: sorted keys, no whitespace, UTF-8."""
         text = json.dumps(
             self.canonical_document(),
             sort_keys=True,
@@ -163,13 +191,23 @@ class AuditEvent(models.Model):
             ensure_ascii=False,
             allow_nan=False,
         )
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return text.encode("utf-8")
+
+    def compute_hash(self, keys: AuditKeys | None = None) -> str:
+        """HMAC-SHA256 of the canonical document with the audit key (keyed events; `keys`
+        default: the configured key file), or its plain sha256 (legacy events)."""
+        if not self.keyed:
+            return hashlib.sha256(self.canonical_bytes()).hexdigest()
+        keys = keys or load_keys()
+        if keys is None:
+            raise AuditKeyError(f"the audit key file {key_path()} is missing")
+        return keys.mac(self.canonical_bytes())
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         """Insert once, never update; the hash must already match the content."""
         if not self._state.adding:
             _refuse("AuditEvent.save() on an existing event")
-        if not self.hash or self.hash != self.compute_hash():
+        if not self.hash or not self.keyed or self.hash != self.compute_hash():
             _refuse("saving an event whose hash does not match its content")
         kwargs["force_insert"] = True
         super().save(*args, **kwargs)

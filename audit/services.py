@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 from django.db import models, transaction
 from django.utils import timezone
 
-from audit.models import GENESIS_HASH, AuditChainHead, AuditEvent
+from audit.keys import AuditKeyError, AuditKeys, create_keys, key_path, load_keys
+from audit.models import GENESIS_HASH, KEYED_SCHEME, AuditChainHead, AuditEvent
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -65,6 +66,7 @@ def record(
         if len(value) > limit:
             raise ValueError(f"audit {field} is longer than {limit} characters: {value[:40]!r}…")
 
+    keys = keys_for_writing()
     with transaction.atomic():
         _lock_chain()
         last = AuditEvent.objects.order_by("-id").only("id", "hash").first()
@@ -81,13 +83,30 @@ def record(
             profile_name=profile_name,
             payload=clean_payload,
             prev_hash=last.hash if last else GENESIS_HASH,
+            scheme=KEYED_SCHEME,
+            key_id=keys.key_id,
         )
-        event.hash = event.compute_hash()
+        event.hash = event.compute_hash(keys)
         event.save()
         AuditChainHead.objects.filter(pk=AuditChainHead.SINGLETON_ID).update(
             last_id=event.id, last_hash=event.hash
         )
     return event
+
+
+def keys_for_writing() -> AuditKeys:
+    """The audit keys; created on first use, but never while keyed history exists without
+    its key file (a new key would leave that history unverifiable: restore the file)."""
+    keys = load_keys()
+    if keys is not None:
+        return keys
+    if AuditEvent.objects.filter(scheme=KEYED_SCHEME).exists():
+        raise AuditKeyError(
+            f"the audit key file {key_path()} is missing, but the history has keyed events: "
+            "restore the file from its backup (a new key would make that history "
+            "unverifiable); nothing was recorded"
+        )
+    return create_keys()
 
 
 def _lock_chain() -> None:

@@ -8,6 +8,7 @@ switches the job broker to Redis for several `qcluster` workers.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -125,6 +126,26 @@ if _REDIS_URL:
     Q_CLUSTER["redis"] = _REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+
+# Audit history (audit/keys.py, audit/checkpoints.py; docs/operations.md "Audit history"):
+# the HMAC/signing secret lives in a file beside SECRET_KEY_FILE (or in var/), never in the
+# database; signed checkpoints of the chain's head go to a file, optionally to syslog (the
+# journal) and to a command (e.g. `ssh auditor@loghost 'cat >> checkpoints.jsonl'`).
+_SECRET_KEY_FILE = envstr("SECRET_KEY_FILE", "")
+_KEY_DIR = Path(_SECRET_KEY_FILE).parent if _SECRET_KEY_FILE else VAR_DIR
+AUDIT_KEY_FILE = Path(envstr("AUDIT_KEY_FILE", str(_KEY_DIR / "audit.key")))
+# One checkpoint file per database by default: checkpoints of another chain (a test
+# database, a switch from SQLite to PostgreSQL) would contradict this one.
+_DB = DATABASES["default"]
+_DB_LABEL = re.sub(
+    r"[^A-Za-z0-9_.-]", "_", f"{_DB['ENGINE'].rsplit('.', 1)[-1]}-{Path(str(_DB['NAME'])).stem}"
+)
+AUDIT_CHECKPOINT_FILE = envstr(
+    "AUDIT_CHECKPOINT_FILE", str(VAR_DIR / f"audit-checkpoints-{_DB_LABEL}.jsonl")
+)
+AUDIT_CHECKPOINT_SYSLOG = envbool("AUDIT_CHECKPOINT_SYSLOG", False)
+AUDIT_CHECKPOINT_SYSLOG_ADDRESS = envstr("AUDIT_CHECKPOINT_SYSLOG_ADDRESS", "/dev/log")
+AUDIT_CHECKPOINT_COMMAND = envstr("AUDIT_CHECKPOINT_COMMAND", "")
 
 # A deploy approval (and a pending request) expires after this many hours.
 DEPLOY_APPROVAL_TTL_HOURS = envint("DEPLOY_APPROVAL_TTL_HOURS", 24)

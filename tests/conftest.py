@@ -13,8 +13,16 @@ pytest_plugins = ["tests.testhost.pytest_plugin"]
 
 # CI runs must be reproducible: the same examples every run (a failure found while
 # developing is kept in .hypothesis/ and replayed locally; CI starts without that folder).
+import pytest  # noqa: E402
 from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     _hypothesis_settings.load_profile("ci")
+
+
+@pytest.fixture(autouse=True)
+def _audit_checkpoints_per_test(settings, tmp_path):
+    """Each test's audit chain has its own checkpoint file (a shared one would hold
+    checkpoints of other tests' databases, which contradict this test's chain)."""
+    settings.AUDIT_CHECKPOINT_FILE = str(tmp_path / "audit-checkpoints.jsonl")

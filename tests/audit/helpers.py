@@ -8,35 +8,49 @@ from typing import Any
 
 from django.db import connection
 
-PG_TRIGGER = "audit_auditevent_append_only"
-SQLITE_TRIGGER = "audit_auditevent_no_update"
+# (table, trigger): the event table's append-only trigger (0002) and the chain head's
+# guard (0004).
+PG_TRIGGERS = [
+    ("audit_auditevent", "audit_auditevent_append_only"),
+    ("audit_auditchainhead", "audit_chainhead_guard"),
+]
+SQLITE_TRIGGERS = [
+    "audit_auditevent_no_update",
+    "audit_chainhead_insert_guard",
+    "audit_chainhead_forward_only",
+]
 
 
 @contextmanager
 def triggers_disabled() -> Iterator[None]:
-    """Switch the database's append-only trigger off inside the block, then back on."""
+    """Switch the database's audit triggers off inside the block, then back on."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute(f"ALTER TABLE audit_auditevent DISABLE TRIGGER {PG_TRIGGER}")
+            for table, trigger in PG_TRIGGERS:
+                cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER {trigger}")
             try:
                 yield
             finally:
-                cursor.execute(f"ALTER TABLE audit_auditevent ENABLE TRIGGER {PG_TRIGGER}")
+                for table, trigger in PG_TRIGGERS:
+                    cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER {trigger}")
         else:
-            cursor.execute(
-                "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = %s",
-                [SQLITE_TRIGGER],
-            )
-            (create_sql,) = cursor.fetchone()
-            cursor.execute(f"DROP TRIGGER {SQLITE_TRIGGER}")
+            saved = []
+            for name in SQLITE_TRIGGERS:
+                cursor.execute(
+                    "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = %s", [name]
+                )
+                (create_sql,) = cursor.fetchone()
+                saved.append(create_sql)
+                cursor.execute(f"DROP TRIGGER {name}")
             try:
                 yield
             finally:
-                cursor.execute(create_sql)
+                for create_sql in saved:
+                    cursor.execute(create_sql)
 
 
 def tamper(sql: str, params: list[Any] | None = None) -> int:
-    """Run raw SQL against audit_auditevent with the trigger off; return the row count."""
+    """Run raw SQL against the audit tables with the triggers off; return the row count."""
     with triggers_disabled(), connection.cursor() as cursor:
         cursor.execute(sql, params or [])
         return cursor.rowcount

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 
 import pytest
 from django.db import transaction
 
+from audit.keys import load_keys
 from audit.models import GENESIS_HASH, AuditChainHead, AuditEvent, AuditKind
 from audit.services import record
 from audit.verify import verify_chain
@@ -23,15 +25,20 @@ def test_first_event_starts_from_the_genesis_hash(alice):
     assert event.actor_name == "alice"
 
 
-def test_hash_is_sha256_of_the_canonical_json_of_every_field(alice):
+def test_hash_is_an_hmac_of_the_canonical_json_of_every_field_with_the_audit_key(alice):
     event = record(kind="host.added", actor=alice, host_name="gpu1", payload={"b": 1, "a": [2]})
     stored = AuditEvent.objects.get(pk=event.pk)
 
     document = json.dumps(
         stored.canonical_document(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )
-    assert stored.hash == hashlib.sha256(document.encode()).hexdigest()
+    keys = load_keys()
+    assert keys is not None and stored.key_id == keys.key_id and stored.scheme == 2
+    assert stored.hash == hmac.new(keys.chain_key, document.encode(), hashlib.sha256).hexdigest()
+    assert stored.hash != hashlib.sha256(document.encode()).hexdigest()
     assert set(stored.canonical_document()) >= {
+        "scheme",
+        "key_id",
         "id",
         "at",
         "actor_id",

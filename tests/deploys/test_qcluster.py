@@ -149,7 +149,11 @@ def base_env() -> dict[str, str]:
 @pytest.fixture
 def sqlite_orm(tmp_path: Path) -> Iterator[Setup]:
     path = tmp_path / "jobs.sqlite3"
-    env = {**base_env(), "DATABASE_URL": f"sqlite:///{path}"}
+    env = {
+        **base_env(),
+        "DATABASE_URL": f"sqlite:///{path}",
+        "AUDIT_CHECKPOINT_FILE": str(tmp_path / "audit-checkpoints.jsonl"),
+    }
     manage(env, "migrate", "--noinput", "-v0", "--skip-checks")
 
     def count_tasks() -> int:
@@ -178,7 +182,12 @@ def postgres_redis(tmp_path: Path) -> Iterator[Setup]:
     try:
         queue.flushdb()
         url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-        env = {**base_env(), "DATABASE_URL": url, "REDIS_URL": f"{REDIS_BASE_URL}/{REDIS_DB}"}
+        env = {
+            **base_env(),
+            "DATABASE_URL": url,
+            "REDIS_URL": f"{REDIS_BASE_URL}/{REDIS_DB}",
+            "AUDIT_CHECKPOINT_FILE": str(tmp_path / "audit-checkpoints.jsonl"),
+        }
         manage(env, "migrate", "--noinput", "-v0", "--skip-checks")
 
         def count_tasks() -> int:
