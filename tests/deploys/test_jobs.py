@@ -444,6 +444,7 @@ def test_queue_names_the_thin_wrappers(queued: list[tuple[Any, ...]]) -> None:
 def test_every_schedule_names_a_task_wrapper_that_exists() -> None:
     funcs = list(Schedule.objects.values_list("func", flat=True))
     assert sorted(funcs) == [
+        "audit.tasks.checkpoint_task",
         "deploys.jobs.tasks.expire_stale_requests_task",
         "deploys.jobs.tasks.fail_abandoned_deploys_task",
     ]
