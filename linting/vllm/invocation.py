@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import enum
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -416,15 +417,20 @@ def _closest(text: str, options: list[str]) -> str | None:
 
 
 def load_json(text: str) -> Any:
-    """`json.loads`, with nesting too deep for Python's parser reported as the
+    """`json.loads`, with what makes Python's parser give up reported as the
     JSONDecodeError it is to vLLM (whose own `json.loads` then fails at start-up) instead
-    of a RecursionError that would crash the linter (issue 9: 100k-deep arrays)."""
+    of an exception that would crash the linter (issue 9): nesting too deep
+    (RecursionError), a number past Python's 4,300-digit int conversion limit."""
     try:
         return json.loads(text)
     except RecursionError:
         raise json.JSONDecodeError(
             "nested too deeply (Python's json parser gives up with RecursionError)", text, 0
         ) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # sys.get_int_max_str_digits()
+        raise json.JSONDecodeError(f"a number Python cannot read ({exc})", text, 0) from None
 
 
 def check_type(kind: str | None, text: str, version: str) -> str | None:
@@ -467,7 +473,10 @@ def parse_human_int(text: str, version: str) -> int:
         decimal = {"k": 10**3, "m": 10**6, "g": 10**9} | ({"t": 10**12} if tera else {})
         binary = {"K": 2**10, "M": 2**20, "G": 2**30} | ({"T": 2**40} if tera else {})
         if suffix in decimal:
-            return int(float(number) * decimal[suffix])
+            scaled = float(number) * decimal[suffix]
+            if not math.isfinite(scaled):  # vLLM's int(float(…)) raises OverflowError
+                raise ValueError(f"{value} is too large: vLLM crashes with OverflowError")
+            return int(scaled)
         if suffix in binary:
             if "." in number:
                 raise ValueError(
@@ -482,6 +491,8 @@ def human_int_problem(text: str, version: str) -> str | None:
     try:
         parse_human_int(text, version)
     except ValueError as exc:
+        if "OverflowError" in str(exc):
+            return str(exc)
         if "Decimals" in str(exc):
             return f'argparse exits with "{exc}"'
         return (

@@ -43,3 +43,27 @@ def test_json_nested_deep_in_a_dotted_key_is_not_an_internal_error(tmp_path: Pat
     )
     assert "internal error" not in err
     assert code in (0, 1)
+
+
+HUGE = "9" * 5000  # past Python's 4,300-digit int conversion limit
+
+
+@pytest.mark.parametrize(
+    "argument",
+    [
+        f"--max-model-len {HUGE}k",  # vLLM's int(float(…) * 1000) overflows
+        f"--max-model-len {'9' * 400}.5k",
+        f"--max-model-len {HUGE}",
+        f"--speculative-config.num_speculative_tokens {HUGE}",  # json.loads of the value
+        f"--compilation-config '{{\"level\": {HUGE}}}'",
+        f"--tensor-parallel-size {HUGE}",
+        "--gpu-memory-utilization 1E+1000000",
+    ],
+    ids=lambda a: a[:40],
+)
+def test_numbers_past_pythons_limits_are_findings_not_internal_errors(
+    tmp_path: Path, argument: str
+) -> None:
+    code, out, err = _lint(tmp_path, f"/opt/vllm/bin/vllm serve /models/m {argument}")
+    assert "internal error" not in err
+    assert code == 1, (out[-500:], err[-500:])
