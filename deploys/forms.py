@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 
+from deploys.addresses import host_address_problem
 from deploys.models import DeployRequest, Host
 from deploys.selectors import deployable_hosts, deployable_versions, host_list
 from deploys.services.hosts import KEY_MATERIAL_ERROR, looks_like_key_material
@@ -26,6 +27,13 @@ class HostForm(forms.ModelForm):
             "the key itself); leave empty with agent auth",
         }
         labels = {"ssh_port": "SSH port", "key_file": "Key file path"}
+
+    def clean_address(self) -> str:
+        address = self.cleaned_data["address"].strip()
+        problem = host_address_problem(address)
+        if problem:
+            raise forms.ValidationError(problem)
+        return address
 
     def clean_key_file(self) -> str:
         key_file = self.cleaned_data["key_file"]

@@ -51,6 +51,13 @@ INT_FIELDS = frozenset(
     }
 )
 BOOL_FIELDS = frozenset({"trust_remote_code", "enable_expert_parallel", "gpu_free_wait"})
+# Longer digit strings stay text (validation names them): `int()` refuses more than 4,300
+# digits (sys.get_int_max_str_digits) and no setting needs more than 18.
+MAX_INT_DIGITS = 18
+# A fraction written with more characters, or an exponent past this, is not one: beyond
+# them Decimal.normalize() raises decimal.Overflow (Emax 999999) or takes ages.
+MAX_DECIMAL_CHARS = 40
+MAX_DECIMAL_EXPONENT = 20
 # Model paths and names keep inner spaces but never surrounding ones (a form artefact).
 _NO_STRIP = frozenset({"description"})
 
@@ -90,7 +97,7 @@ def _normalize(key: str, value: Any) -> Any:
             text = value.strip()
             if text == "":
                 return None
-            if is_ascii_digits(text):
+            if is_ascii_digits(text) and len(text) <= MAX_INT_DIGITS:
                 return int(text)
         return value
     if key in BOOL_FIELDS:
@@ -117,20 +124,32 @@ def is_ascii_digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+def bounded_decimal(value: Any) -> Decimal | None:
+    """`value` as a finite Decimal of sane size, or None (not a number, or one whose
+    normalising would overflow: `1E+1000000`)."""
+    if isinstance(value, bool):
+        return None
+    text = str(value).strip()
+    if len(text) > MAX_DECIMAL_CHARS:
+        return None
+    try:
+        number = Decimal(text)
+    except InvalidOperation:
+        return None
+    if not number.is_finite() or abs(number.adjusted()) > MAX_DECIMAL_EXPONENT:
+        return None
+    return number
+
+
 def _decimal_text(value: Any) -> Any:
-    """`0.920`, 0.92 and "0.92" all become "0.92" (what vLLM is given); None/"" → None."""
+    """`0.920`, 0.92 and "0.92" all become "0.92" (what vLLM is given); None/"" → None.
+    What is not a sane decimal is kept as given, for validation to name."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if isinstance(value, bool):
-        return value
-    try:
-        number = Decimal(str(value).strip())
-    except InvalidOperation:
-        return value
-    if not number.is_finite():
-        return str(value)
-    text = format(number.normalize(), "f")
-    return text
+    number = bounded_decimal(value)
+    if number is None:
+        return value if isinstance(value, bool) else str(value)
+    return format(number.normalize(), "f")
 
 
 def profile_data(profile: ServiceProfile) -> dict[str, Any]:

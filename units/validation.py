@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 import posixpath
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -32,7 +32,9 @@ from units.names import validate_unit_name
 from units.profile_data import (
     BOOL_FIELDS,
     INT_FIELDS,
+    MAX_INT_DIGITS,
     STRING_FIELDS,
+    bounded_decimal,
     is_ascii_digits,
     normalize_profile_data,
 )
@@ -116,7 +118,9 @@ class _Checker:
                 self.add(key, f"At most {_MAX_LENGTHS[key]} characters.")
         for key in INT_FIELDS:
             value = d[key]
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            if isinstance(value, str) and is_ascii_digits(value.strip()):
+                self.add(key, f"Enter a whole number (at most {MAX_INT_DIGITS} digits).")
+            elif value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 self.add(key, "Enter a whole number.")
         for key in BOOL_FIELDS:
             if not isinstance(d[key], bool):
@@ -329,11 +333,8 @@ class _Checker:
         value = self.data["gpu_memory_utilization"]
         if not self.ok("gpu_memory_utilization") or value is None:
             return
-        try:
-            number = Decimal(str(value))
-        except InvalidOperation:
-            number = Decimal("NaN")
-        if isinstance(value, bool) or not number.is_finite():
+        number = bounded_decimal(value)
+        if number is None:
             self.add("gpu_memory_utilization", "Enter a fraction such as 0.9.")
         elif not Decimal(0) < number <= Decimal(1):
             self.add(

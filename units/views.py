@@ -193,8 +193,9 @@ def profile_preview(request: HttpRequest) -> HttpResponse:
     if not (request.user.has_perm(ADD) or request.user.has_perm(CHANGE)):
         raise PermissionDenied
     profile = None
-    if is_ascii_digits(request.POST.get("profile_id", "")):
-        profile = ServiceProfile.objects.filter(pk=int(request.POST["profile_id"])).first()
+    profile_id = object_id(request.POST.get("profile_id", ""))
+    if profile_id is not None:
+        profile = ServiceProfile.objects.filter(pk=profile_id).first()
     form = ProfileForm(request.POST, profile=profile)
     preview = build_preview(form.to_data(), form.shape_errors())
     return render(request, "units/_preview.html", {"preview": preview, "oob": True})
@@ -330,6 +331,14 @@ def version_restore(request: HttpRequest, pk: int, number: int) -> HttpResponse:
     return redirect("units:history", pk=pk)
 
 
+def object_id(text: str) -> int | None:
+    """A row id from a query string or form, or None: only ASCII digits, and no more than
+    a 64-bit id holds (`int()` of 5,000 digits raises; past 2**63 the database does)."""
+    if not is_ascii_digits(text) or len(text) > 18:
+        return None
+    return int(text)
+
+
 def _show(value: Any) -> str:
     """A setting as the form writes it."""
     if value is None or value == "" or value == [] or value == {}:
@@ -354,13 +363,11 @@ def _diff_class(line: str) -> str:
 def version_compare(request: HttpRequest) -> HttpResponse:
     """Any two versions, of one profile or of a variant and its original: field diff
     table and unified diff of the units (`?a=VERSION_ID&b=VERSION_ID`)."""
-    ids = [request.GET.get("a", ""), request.GET.get("b", "")]
-    if not all(is_ascii_digits(i) for i in ids):
+    ids = [object_id(request.GET.get("a", "")), object_id(request.GET.get("b", ""))]
+    if None in ids:
         return HttpResponseBadRequest("Choose two versions to compare (a and b).")
-    found = ProfileVersion.objects.select_related("profile", "created_by").in_bulk(
-        [int(i) for i in ids]
-    )
-    a, b = found.get(int(ids[0])), found.get(int(ids[1]))
+    found = ProfileVersion.objects.select_related("profile", "created_by").in_bulk(ids)
+    a, b = found.get(ids[0]), found.get(ids[1])
     if a is None or b is None:
         raise Http404("No such version.")
     fields = [

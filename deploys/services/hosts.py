@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from audit.models import AuditKind
 from audit.services import record
+from deploys.addresses import host_address_problem
 from deploys.executables import plain_path_problem
 from deploys.jobs import queue
 from deploys.models import Host
@@ -50,6 +51,9 @@ def transport_error(action: str, exc: TransportError) -> ValidationError:
 
 def host_probe_key(*, address: str, port: int) -> HostKeyInfo:
     """The key the host presents now (step 1 of adding a host; nothing is stored)."""
+    problem = host_address_problem(address)
+    if problem:
+        raise ValidationError({"address": [problem]})
     try:
         return probe_host_key(address, port, KEY_PROBE_TIMEOUT)
     except TransportError as exc:

@@ -110,6 +110,8 @@ def probe_host_key(
     """
     try:
         sock = socket.create_connection((host, port), timeout=timeout)
+    except UnicodeError as exc:  # the IDNA codec: a label over 63 letters, an empty one
+        raise HostUnreachable(f"{host[:80]!r} is not a valid host name: {exc}") from None
     except OSError as exc:
         raise HostUnreachable(f"cannot connect to {host}:{port}: {exc}") from exc
     transport = paramiko.Transport(sock)
@@ -311,6 +313,9 @@ class SSHTransport(Transport):
                 raise AuthenticationFailed(f"{where}: no usable key (agent empty?)") from None
             # "Error reading SSH protocol banner": not an SSH server, or it hung.
             raise HostUnreachable(f"{where}: SSH handshake failed: {text}") from exc
+        except UnicodeError as exc:  # the IDNA codec: a label over 63 letters, an empty one
+            client.close()
+            raise HostUnreachable(f"{self.host[:80]!r} is not a valid host name: {exc}") from None
         except (OSError, EOFError) as exc:
             client.close()
             raise HostUnreachable(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
