@@ -7,7 +7,8 @@ import socket
 import pytest
 
 from servebench import BenchError, RunSettings, run_sync
-from tests.bench.conftest import StartDouble, start_double_process
+from tests.bench.conftest import StartDouble
+from tests.doubles.vllm_double_http import spawn_api_process
 
 
 def _settings(url: str, **kw: object) -> RunSettings:
@@ -72,7 +73,7 @@ def test_the_first_request_failing_says_why_and_measures_nothing(vllm_double: St
 
 
 def test_a_server_that_dies_mid_run_ends_the_run_with_what_was_measured() -> None:
-    proc, url = start_double_process("--ttft-ms", "20", "--tokens-per-s", "100")
+    proc, url = spawn_api_process("--ttft-ms", "20", "--tokens-per-s", "100")
     seen: list[int] = []
 
     def progress(p: object) -> None:

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -13,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 try:  # installed in a test host as package `doubles`; in the checkout as `tests.doubles`
@@ -486,6 +488,26 @@ def serving(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def spawn_api_process(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """Start `api_main` in a child process on a free port; returns it and its base URL.
+
+    For tests and benchmarks (the caller stops the process)."""
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.doubles.vllm_double_http", "--port", "0", "--quiet", *args],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith("serving "):
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"the vLLM double did not start: {line!r}")
+    return proc, line.removeprefix("serving ")
 
 
 def api_main(argv: list[str] | None = None) -> int:
