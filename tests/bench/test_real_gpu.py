@@ -1,0 +1,115 @@
+"""The benchmark against the test-only transformers server (issue 14, part 2).
+
+`gpu`-marked tests need CUDA (the lead runs them on the device machine:
+`python -m pytest -m gpu tests/bench/test_real_gpu.py`). The CPU test runs the same code
+with the tiny model wherever torch and transformers are installed (not in the project's
+.venv: see docs/dependencies.md), and is skipped elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks import bench_real_gpu
+from servebench import RunSettings, run_sync
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+build_model = pytest.importorskip("tests.gpu_test_server.model").build_model
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here")
+
+
+def test_the_test_server_streams_and_counts_prompt_lookup_drafts_on_cpu() -> None:
+    proc, url = bench_real_gpu.start_server(device="cpu", size="tiny", prompt_lookup=3)
+    try:
+        result = run_sync(
+            RunSettings(
+                url=url,
+                prompts="summary",
+                max_tokens=12,
+                concurrency=[2],
+                num_requests=4,
+                warmup=0,
+                endpoint="chat",
+            )
+        )
+    finally:
+        bench_real_gpu.stop_server(proc)
+    level = result.levels[0]
+    assert not result.incomplete, level.errors
+    assert level.total_output_tokens == 4 * 12
+    spec = level.spec_decode
+    assert spec is not None and spec.num_drafts > 0
+    assert spec.acceptance_length == pytest.approx(1 + spec.accepted_tokens / spec.num_drafts)
+
+
+def test_the_script_runs_baseline_and_variant_and_writes_the_gate_verdict(tmp_path: Path) -> None:
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    size = "gpu" if device == "cuda" else "tiny"
+    out = tmp_path / "r.json"
+    code = bench_real_gpu.main(
+        [
+            "--device",
+            device,
+            "--size",
+            size,
+            "--requests",
+            "3",
+            "--max-tokens",
+            "16",
+            "--repeats",
+            "2",
+            "--json",
+            str(out),
+        ]
+    )
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert set(report["results"]) == {"baseline", "prompt-lookup"}
+    assert report["gate"]["verdict"] in ("pass", "regressed", "noisy")
+    variant = report["results"]["prompt-lookup"]["levels"]
+    assert len(variant) == 4  # 2 concurrency levels × 2 repeats
+    assert all(lv["spec_decode"] for lv in variant)
+    assert not any(lv["spec_decode"] for lv in report["results"]["baseline"]["levels"])
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_decoding_with_the_gpu_size_model_is_gpu_bound() -> None:
+    """One decode step: the GPU works longer than Python takes to launch its kernels."""
+    model = build_model("gpu", "cuda")
+    ids = torch.randint(1, 32000, (1, 512), device="cuda")
+    with torch.inference_mode():
+        out = model(input_ids=ids, use_cache=True)
+        cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        for _ in range(3):  # warm-up
+            model(input_ids=token, past_key_values=cache, use_cache=True)
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.perf_counter()
+        start.record()
+        model(input_ids=token, past_key_values=cache, use_cache=True)
+        end.record()
+        launch_ms = (time.perf_counter() - t0) * 1000
+        torch.cuda.synchronize()
+        step_ms = (time.perf_counter() - t0) * 1000
+    gpu_ms = start.elapsed_time(end)
+    print(f"decode step: launch {launch_ms:.2f} ms, GPU {gpu_ms:.2f} ms, wall {step_ms:.2f} ms")
+    assert gpu_ms > launch_ms
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_the_gpu_server_serves_on_the_gpu() -> None:
+    proc, url = bench_real_gpu.start_server(device="cuda", size="gpu", prompt_lookup=0)
+    try:
+        result = run_sync(RunSettings(url=url, max_tokens=32, num_requests=2, warmup=1))
+    finally:
+        bench_real_gpu.stop_server(proc)
+    assert not result.incomplete
+    assert result.levels[0].tpot_ms.median > 0
