@@ -44,11 +44,13 @@ def test_ttft_and_tpot_are_within_two_percent_of_the_schedule(
     assert not result.incomplete, level.errors
     assert level.completed == 16
     assert level.total_output_tokens == 16 * MAX_TOKENS
-    assert level.ttft_ms.median == pytest.approx(truth.ttft_s * 1000, rel=0.02)
+    ttfts = sorted(round(t, 1) for t in level.samples_ms("ttft"))
+    assert level.ttft_ms.median == pytest.approx(truth.ttft_s * 1000, rel=0.02), ttfts
     # (no assertion on the TTFT mean: on the shared 2-core machine one request in a few
     # dozen waits 5-10 ms for a CPU, which moves a mean of 16 but not the median)
-    assert level.tpot_ms.median == pytest.approx(truth.tpot_s * 1000, rel=0.02)
-    assert level.tpot_ms.mean == pytest.approx(truth.tpot_s * 1000, rel=0.02)
+    tpots = sorted(round(t, 3) for t in level.samples_ms("tpot"))
+    assert level.tpot_ms.median == pytest.approx(truth.tpot_s * 1000, rel=0.02), tpots
+    assert level.tpot_ms.mean == pytest.approx(truth.tpot_s * 1000, rel=0.02), tpots
     assert level.e2el_ms.median == pytest.approx(truth.e2el_s * 1000, rel=0.02)
 
 
