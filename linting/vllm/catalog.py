@@ -321,8 +321,10 @@ def _parse(data: dict[str, Any]) -> VllmCatalog:
 @cache
 def load_catalog(version: str) -> VllmCatalog:
     """Load the catalog for `version` (e.g. "0.16.0")."""
-    path = CATALOG_DIR / f"vllm-{version}.json"
-    if not _FILE_RE.match(path.name) or not path.is_file():
+    # Only a listed version becomes a file name: a 5,000-character one would make the
+    # file system answer ENAMETOOLONG (issue 9, found by tests/specadmin/test_fuzz_pages.py).
+    path = CATALOG_DIR / f"vllm-{version[:64]}.json"
+    if version not in available_versions() or not _FILE_RE.match(path.name) or not path.is_file():
         available = ", ".join(available_versions()) or "none"
         raise UnknownVllmVersion(f"no vLLM catalog for version {version!r}; available: {available}")
     with path.open(encoding="utf-8") as fh:

@@ -67,3 +67,12 @@ def test_numbers_past_pythons_limits_are_findings_not_internal_errors(
     code, out, err = _lint(tmp_path, f"/opt/vllm/bin/vllm serve /models/m {argument}")
     assert "internal error" not in err
     assert code == 1, (out[-500:], err[-500:])
+
+
+def test_a_5000_character_vllm_version_is_a_usage_error(tmp_path: Path) -> None:
+    unit = tmp_path / "vllm.service"
+    unit.write_text("[Service]\nExecStart=/opt/vllm/bin/vllm serve /m\n", encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    code = run([str(unit), "--vllm-version", "9" * 5000], out, err)
+    assert code == 2
+    assert "no vLLM catalog for version" in err.getvalue()
