@@ -346,7 +346,8 @@ class _Checker:
 
     def max_model_len(self) -> None:
         text = self.data["max_model_len"]
-        if not self.ok("max_model_len") or not text:
+        # Read with the target version's rules: none to read it by when that is unknown.
+        if not self.ok("max_model_len", "target_vllm_version") or not text:
             return
         version = self.data["target_vllm_version"]
         try:
