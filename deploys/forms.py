@@ -13,6 +13,7 @@ from deploys.services.hosts import KEY_MATERIAL_ERROR, looks_like_key_material
 from deploys.unit_policy import denied_unit_reason
 from units.models import ProfileVersion
 from units.names import validate_unit_name
+from units.unicode_text import invisible_problem, validate_visible
 
 
 class HostForm(forms.ModelForm):
@@ -34,6 +35,13 @@ class HostForm(forms.ModelForm):
         if problem:
             raise forms.ValidationError(problem)
         return address
+
+    def clean_username(self) -> str:
+        username = self.cleaned_data["username"].strip()
+        problem = invisible_problem(username)
+        if problem:
+            raise forms.ValidationError(problem)
+        return username
 
     def clean_key_file(self) -> str:
         key_file = self.cleaned_data["key_file"]
@@ -65,6 +73,7 @@ class UnitAdoptForm(forms.Form):
     unit_name = forms.CharField(max_length=247, help_text="Without .service")
     comment = forms.CharField(
         max_length=2000,
+        validators=[validate_visible],
         label="Why specadmin may replace it",
         widget=forms.Textarea(attrs={"rows": 2}),
     )
@@ -146,7 +155,10 @@ class DeployRequestForm(forms.Form):
 
 class DecisionForm(forms.Form):
     comment = forms.CharField(
-        required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 3})
+        required=False,
+        max_length=2000,
+        validators=[validate_visible],
+        widget=forms.Textarea(attrs={"rows": 3}),
     )
     expected_sha256 = forms.CharField(required=False, widget=forms.HiddenInput)
 

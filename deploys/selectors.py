@@ -27,6 +27,7 @@ from linting.vllm.catalog import available_versions as vllm_catalog_versions
 from units.linting import lint_rendered
 from units.models import ProfileVersion
 from units.rendering import render_unit
+from units.unicode_text import split_lines, split_lines_keepends
 
 # MAX_UNIT_BYTES is push_unit's limit, also enforced at request time so nothing waits for
 # approval that could never be pushed.
@@ -144,8 +145,8 @@ def unit_diff(*, old: str | None, new: str, unit_name: str, host_name: str) -> s
     old_label = f"{host_name}:{unit_path(unit_name)}" + ("" if old is not None else " (absent)")
     return "".join(
         difflib.unified_diff(
-            (old or "").splitlines(keepends=True),
-            new.splitlines(keepends=True),
+            split_lines_keepends(old or ""),
+            split_lines_keepends(new),
             fromfile=old_label,
             tofile=f"{unit_name}.service (to be pushed)",
         )
@@ -160,7 +161,7 @@ def diff_lines(diff: str) -> list[tuple[str, str]]:
             return "file"
         return {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "")
 
-    return [(cls(line), line.rstrip("\n")) for line in diff.splitlines()]
+    return [(cls(line), line) for line in split_lines(diff)]
 
 
 def read_host_unit(*, host: Host, unit_name: str) -> bytes | None:

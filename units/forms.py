@@ -33,6 +33,7 @@ from units.profile_data import (
 )
 from units.selectors import NO_METHOD
 from units.speculative import SPEC_FIELDS, method_shape, spec_methods
+from units.unicode_text import validate_visible
 from units.validation import field_choices
 
 _LINE_FIELDS = frozenset({"served_model_names", "extra_args", "environment"})
@@ -42,9 +43,15 @@ _SELECT_FIELDS = frozenset(
 _DATALIST_FIELDS = frozenset({"quantization", "kv_cache_dtype"})
 
 
+def _text_lines(text: str | None) -> list[str]:
+    """Lines ended by `\\n` (a pasted `\\r\\n` too), not by U+2028 & co., which
+    `str.splitlines()` also breaks at: validation must see those and name them."""
+    return [line.removesuffix("\r") for line in (text or "").split("\n")]
+
+
 def _lines(text: str | None) -> list[str]:
-    """Non-blank lines, stripped (trailing `\\r` of pasted text included)."""
-    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+    """Non-blank lines, stripped."""
+    return [line.strip() for line in _text_lines(text) if line.strip()]
 
 
 def parse_environment(text: str | None) -> tuple[dict[str, str], list[str]]:
@@ -53,7 +60,7 @@ def parse_environment(text: str | None) -> tuple[dict[str, str], list[str]]:
     variables: dict[str, str] = {}
     first_line: dict[str, int] = {}
     problems: list[str] = []
-    for number, line in enumerate((text or "").splitlines(), start=1):
+    for number, line in enumerate(_text_lines(text), start=1):
         if not line.strip():
             continue
         name, eq, value = line.partition("=")
@@ -155,6 +162,7 @@ class ProfileForm(forms.Form):
         label="Comment for this version",
         required=False,
         max_length=500,
+        validators=[validate_visible],
         widget=forms.TextInput(attrs={"placeholder": "What changed and why (optional)"}),
     )
 

@@ -16,6 +16,7 @@ from units.field_texts import LABELS
 from units.linting import ProfileLint, lint_profile
 from units.models import PROFILE_FIELDS
 from units.profile_data import normalize_profile_data
+from units.unicode_text import split_lines
 from units.validation import field_errors
 
 GENERAL = "__all__"  # issues no single field causes
@@ -133,6 +134,6 @@ def build_preview(
                 str(severity_by_line[number]) if number in severity_by_line else "",
                 tuple(dict.fromkeys(codes_by_line.get(number, ()))),
             )
-            for number, line in enumerate(lint.text.splitlines(), start=1)
+            for number, line in enumerate(split_lines(lint.text), start=1)
         ]
     return Preview(lines=lines, findings=findings, issues=issues)

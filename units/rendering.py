@@ -19,6 +19,7 @@ from django.template.loader import get_template
 from units.profile_data import normalize_profile_data
 from units.speculative import spec_config
 from units.templatetags.unitfile import spec_json
+from units.unicode_text import split_lines
 
 TEMPLATE_NAME = "units/vllm.service"
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -205,7 +206,7 @@ def line_map(data: dict[str, Any], text: str) -> dict[int, LineInfo]:
     groups = exec_start_groups(data)
     result: dict[int, LineInfo] = {}
     in_exec = -1  # index of the ExecStart group on the current line, -1 outside
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         if in_exec >= 0:
             result[number] = LineInfo(groups[in_exec].field, groups[in_exec].words)
             in_exec = in_exec + 1 if line.endswith(" \\") else -1

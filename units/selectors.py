@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from units.models import PROFILE_FIELDS, ProfileVersion, ServiceProfile
+from units.unicode_text import split_lines_keepends
 
 NO_METHOD = "none"  # `method=` filter value for profiles without speculative decoding
 
@@ -94,8 +95,8 @@ def version_unit_diff(a: ProfileVersion, b: ProfileVersion) -> str:
     """Unified diff of the two rendered units ("" when identical)."""
     return "".join(
         difflib.unified_diff(
-            a.unit_text.splitlines(keepends=True),
-            b.unit_text.splitlines(keepends=True),
+            split_lines_keepends(a.unit_text),
+            split_lines_keepends(b.unit_text),
             fromfile=f"{a.profile.name}.service@v{a.number}",
             tofile=f"{b.profile.name}.service@v{b.number}",
         )

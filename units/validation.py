@@ -40,6 +40,7 @@ from units.profile_data import (
 )
 from units.rendering import is_python
 from units.speculative import validate_spec
+from units.unicode_text import invisible_problem
 
 Errors = dict[str, list[str]]
 
@@ -133,6 +134,26 @@ class _Checker:
             isinstance(k, str) and isinstance(v, str) for k, v in env.items()
         ):
             self.add("environment", "Give variables as NAME → value texts.")
+        self.hidden_characters()
+
+    def hidden_characters(self) -> None:
+        """Line/paragraph separators, bidi and zero-width characters, C1 controls: systemd
+        reads them as ordinary bytes, pages show something else (`units.unicode_text`).
+        ASCII controls are named by each field's own check."""
+        d = self.data
+        texts: list[tuple[str, str]] = [(k, d[k]) for k in sorted(STRING_FIELDS)]
+        for key in ("served_model_names", "extra_args"):
+            if isinstance(d[key], list):
+                texts.extend((key, v) for v in d[key])
+        if isinstance(d["environment"], dict):
+            for name, value in d["environment"].items():
+                texts.extend([("environment", name), ("environment", value)])
+        for key, text in texts:
+            if not self.ok(key) or not isinstance(text, str):
+                continue
+            problem = invisible_problem(text, ascii_controls=False)
+            if problem:
+                self.add(key, problem)
 
     def ok(self, *fields: str) -> bool:
         return not any(f in self.errors for f in fields)

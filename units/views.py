@@ -26,6 +26,7 @@ from units.forms import CloneForm, ProfileFilterForm, ProfileForm, method_fields
 from units.models import ProfileVersion, ServiceProfile
 from units.preview import GENERAL, Issue, build_preview
 from units.profile_data import is_ascii_digits, profile_data
+from units.unicode_text import split_lines
 
 VIEW = "units.view_serviceprofile"
 VIEW_VERSIONS = "units.view_profileversion"
@@ -306,7 +307,7 @@ def version_detail(request: HttpRequest, pk: int, number: int) -> HttpResponse:
             "version": version,
             "profile": version.profile,
             "settings": settings,
-            "lines": list(enumerate(version.unit_text.splitlines(), start=1)),
+            "lines": list(enumerate(split_lines(version.unit_text), start=1)),
             "is_latest": latest is not None and latest.pk == version.pk,
             "can_edit": can_edit(request.user) and not version.profile.archived,
         },
@@ -382,6 +383,6 @@ def version_compare(request: HttpRequest) -> HttpResponse:
             "a": a,
             "b": b,
             "fields": fields,
-            "diff_lines": [(_diff_class(line), line.rstrip("\n")) for line in diff.splitlines()],
+            "diff_lines": [(_diff_class(line), line) for line in split_lines(diff)],
         },
     )
