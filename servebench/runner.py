@@ -30,6 +30,8 @@ from servebench.prompts import Prompt, PromptError, select_prompts
 from servebench.schema import ENGINE_SERVEBENCH, BenchResult, LevelResult, RequestRecord
 from servebench.specdecode import SpecCounters, parse_spec_counters, spec_delta
 
+CANCELLED = "cancelled"
+
 
 class BenchError(Exception):
     """The run could not start: what was tried and what came back."""
@@ -105,16 +107,28 @@ class Progress:
 ProgressCallback = Callable[[Progress], None]
 
 
-async def run(settings: RunSettings, progress: ProgressCallback | None = None) -> BenchResult:
-    """Measure every level `settings.repeats` times; raises BenchError only before the start."""
+async def run(
+    settings: RunSettings,
+    progress: ProgressCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> BenchResult:
+    """Measure every level `settings.repeats` times; raises BenchError only before the start.
+
+    `should_stop` is asked before each request: once it says True no request is sent, the
+    ones in flight finish, and the result is incomplete with the error "cancelled".
+    """
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else None
     connector = aiohttp.TCPConnector(limit=0, enable_cleanup_closed=True)
     async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
-        return await _Run(settings, session, progress).execute()
+        return await _Run(settings, session, progress, should_stop).execute()
 
 
-def run_sync(settings: RunSettings, progress: ProgressCallback | None = None) -> BenchResult:
-    return asyncio.run(run(settings, progress))
+def run_sync(
+    settings: RunSettings,
+    progress: ProgressCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> BenchResult:
+    return asyncio.run(run(settings, progress, should_stop))
 
 
 class _Run:
@@ -123,8 +137,10 @@ class _Run:
         settings: RunSettings,
         session: aiohttp.ClientSession,
         progress: ProgressCallback | None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> None:
         self.s = settings
+        self.should_stop = should_stop
         self.session = session
         self.progress = progress
         self.url = settings.url + ENDPOINTS[settings.endpoint]
@@ -249,6 +265,8 @@ class _Run:
         def take() -> Prompt | None:
             """The next request's prompt, or None when the level has sent enough."""
             nonlocal next_index
+            if not self.aborted and self.should_stop is not None and self.should_stop():
+                self.aborted = CANCELLED
             if self.aborted or (total is not None and next_index >= total):
                 return None
             if deadline is not None and time.perf_counter() >= deadline:

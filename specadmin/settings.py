@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "units",
     "audit",
     "deploys",
+    "perf",
 ]
 
 MIDDLEWARE = [

@@ -18,13 +18,19 @@ _READ = (
     "audit.view_auditevent",
     "deploys.view_host",
     "deploys.view_deployrequest",
+    "perf.view_benchrun",
 )
 _EDIT = (
     "units.add_serviceprofile",
     "units.change_serviceprofile",
     "deploys.add_deployrequest",
 )
-_HOSTS = ("deploys.add_host", "deploys.change_host", "deploys.add_unitadoption")
+_HOSTS = (
+    "deploys.add_host",
+    "deploys.change_host",
+    "deploys.add_unitadoption",
+    "perf.accept_baseline",
+)
 # Granted once the deploy app defines it; skipped (not an error) before that.
 _APPROVE = ("deploys.approve_deployrequest",)
 

@@ -16,16 +16,33 @@ from the host, `served_model_name`, `api_key`), `ctx.transport` (commands on the
 `ctx.host`, `ctx.request` (`request.profile_version.data` is the profile), and it reports
 with `ctx.log`, `ctx.read` and `ctx.progress`. A long measurement checks
 `ctx.cancel_requested()` between requests and returns early when it is True.
+
+The measurement itself lives in the `perf` app (results, baselines, policies), which
+depends on `deploys`, not the other way round: `perf` registers its step here when Django
+loads it (`perf.apps.PerfConfig.ready`). Without it the step is skipped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from deploys.jobs.steps import DeployContext, StepResult
+
+BenchmarkStep = Callable[[DeployContext], StepResult]
+_implementation: BenchmarkStep | None = None
+
+
+def register(step: BenchmarkStep | None) -> None:
+    """Install the function that measures (None: back to skipping)."""
+    global _implementation
+    _implementation = step
 
 
 def benchmark(ctx: DeployContext) -> StepResult:
     """The benchmark hook (see the module docstring for its contract)."""
-    return StepResult.skipped("no benchmark is configured yet (the benchmark issue adds it)")
+    if _implementation is None:
+        return StepResult.skipped("no benchmark is installed (the perf app is not loaded)")
+    return _implementation(ctx)
 
 
-__all__ = ["benchmark"]
+__all__ = ["benchmark", "register"]

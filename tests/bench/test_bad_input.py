@@ -105,3 +105,18 @@ def test_settings_that_cannot_work_are_refused_with_every_reason() -> None:
         RunSettings(url="http://x", num_requests=None, max_tokens=0, concurrency=[0])
     assert "max_tokens must be at least 1" in str(exc.value)
     assert "concurrency levels must be positive" in str(exc.value)
+
+
+def test_a_cancelled_run_stops_sending_and_keeps_what_it_measured(
+    vllm_double: StartDouble,
+) -> None:
+    url = vllm_double(*FAST)
+    done: list[int] = []
+    result = run_sync(
+        _settings(url, concurrency=[1, 2], num_requests=10),
+        progress=lambda p: done.append(p.done),
+        should_stop=lambda: len(done) >= 3,
+    )
+    assert result.incomplete
+    assert result.error == "cancelled"
+    assert [lv.completed for lv in result.levels] == [3]

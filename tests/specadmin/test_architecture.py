@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FIRST_PARTY = ("linting", "servebench", "audit", "units", "deploys", "specadmin", "tests")
+FIRST_PARTY = ("linting", "servebench", "audit", "units", "deploys", "perf", "specadmin", "tests")
 # What each app may import of the first-party packages (its own modules always).
 LEAVES = {"specadmin.access", "specadmin.env"}  # Django-only helpers every app may use
 ALLOWED: dict[str, set[str]] = {
@@ -18,8 +18,9 @@ ALLOWED: dict[str, set[str]] = {
     "servebench": set(),
     "audit": LEAVES,
     "units": {"linting", "audit"} | LEAVES,
-    "deploys": {"linting", "servebench", "units", "audit"} | LEAVES,
-    "specadmin": {"linting", "servebench", "units", "audit", "deploys"},
+    "deploys": {"linting", "units", "audit"} | LEAVES,
+    "perf": {"servebench", "units", "deploys", "audit"} | LEAVES,
+    "specadmin": {"linting", "servebench", "units", "audit", "deploys", "perf"},
 }
 # linting/management: the `--profiles` option of lintunits reads the database's profiles.
 OPTIONAL = {("linting/management/commands/lintunits.py", "units.linting")}

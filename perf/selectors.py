@@ -1,0 +1,37 @@
+"""Reads: policies, baselines, runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from perf.models import Baseline, BenchPolicy, BenchRun
+
+
+def policy_for(profile: Any) -> BenchPolicy:
+    """The profile's policy, or an unsaved one with the defaults."""
+    try:
+        return BenchPolicy.objects.get(profile=profile)
+    except BenchPolicy.DoesNotExist:
+        return BenchPolicy(profile=profile)
+
+
+def baseline_for(profile: Any, host: Any) -> Baseline | None:
+    return Baseline.objects.select_related("run").filter(profile=profile, host=host).first()
+
+
+def runs_for(profile: Any, host: Any) -> QuerySet[BenchRun]:
+    """Newest first."""
+    return BenchRun.objects.filter(profile=profile, host=host).select_related(
+        "profile_version", "request"
+    )
+
+
+def profile_host_pairs() -> list[dict[str, Any]]:
+    """Every (profile, host) with at least one run, for the results index."""
+    return list(
+        BenchRun.objects.values("profile_id", "profile__name", "host_id", "host__name")
+        .distinct()
+        .order_by("profile__name", "host__name")
+    )

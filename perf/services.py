@@ -1,0 +1,117 @@
+"""Writes: record a run, compare it with the baseline, accept a run as the baseline."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from typing import Any
+
+from django.db import transaction
+
+from audit.services import record
+from perf.models import Baseline, BenchRun
+from perf.selectors import baseline_for
+from servebench.gate import GateResult, gate
+from servebench.schema import BenchResult
+
+BASELINE_ACCEPTED = "bench.baseline_accepted"
+# Settings that do not change what is measured (where, who, how patient).
+_NOT_COMPARED = ("url", "stall_timeout_s", "repeats", "api_key")
+
+
+def settings_key(settings: dict[str, Any]) -> str:
+    """sha256 of the settings that decide what is measured: equal keys → comparable runs."""
+    relevant = {k: v for k, v in sorted(settings.items()) if k not in _NOT_COMPARED}
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
+
+
+def _summary(result: BenchResult) -> dict[str, float | None]:
+    """First concurrency level, median over its repeats."""
+    if not result.concurrencies:
+        return {}
+    levels = [lv for lv in result.repeats_of(result.concurrencies[0]) if lv.completed]
+    if not levels:
+        return {}
+    spec = [lv.spec_decode.acceptance_rate for lv in levels if lv.spec_decode]
+    return {
+        "output_tok_s": statistics.median(lv.output_throughput for lv in levels),
+        "ttft_p50_ms": statistics.median(lv.ttft_ms.median for lv in levels),
+        "tpot_p50_ms": statistics.median(lv.tpot_ms.median for lv in levels),
+        "acceptance_rate": statistics.median(spec) if spec else None,
+    }
+
+
+def record_run(
+    *,
+    result: BenchResult,
+    profile: Any,
+    host: Any,
+    profile_version: Any = None,
+    request: Any = None,
+    url: str = "",
+    actor: Any = None,
+) -> BenchRun:
+    settings = dict(result.settings)
+    return BenchRun.objects.create(
+        profile=profile,
+        profile_version=profile_version,
+        host=host,
+        request=request,
+        engine=result.engine,
+        url=url,
+        settings=settings,
+        settings_key=settings_key(settings),
+        result=result.to_dict(),
+        incomplete=result.incomplete,
+        created_by=actor,
+        **_summary(result),
+    )
+
+
+def compare_with_baseline(run: BenchRun, threshold_pct: float) -> GateResult | None:
+    """Gate `run` against its (profile, host) baseline and store the verdict on the run.
+
+    None when there is no baseline, or the baseline is this run."""
+    baseline = baseline_for(run.profile, run.host)
+    if baseline is None or baseline.run_id == run.pk:
+        return None
+    verdict = gate(
+        BenchResult.from_dict(baseline.run.result), BenchResult.from_dict(run.result), threshold_pct
+    )
+    run.baseline_run = baseline.run
+    run.gate = verdict.to_dict()
+    run.verdict = verdict.verdict
+    run.save(update_fields=["baseline_run", "gate", "verdict"])
+    return verdict
+
+
+def accept_baseline(*, run: BenchRun, actor: Any, reason: str) -> Baseline:
+    """Make `run` the baseline of its (profile, host); audited with the previous one."""
+    if run.incomplete:
+        raise ValueError(f"run #{run.pk} is incomplete: an incomplete run cannot be a baseline")
+    with transaction.atomic():
+        previous = (
+            Baseline.objects.select_for_update().filter(profile=run.profile, host=run.host).first()
+        )
+        old_run = previous.run_id if previous else None
+        baseline, _ = Baseline.objects.update_or_create(
+            profile=run.profile,
+            host=run.host,
+            defaults={"run": run, "accepted_by": actor, "reason": reason[:500]},
+        )
+        record(
+            kind=BASELINE_ACCEPTED,
+            actor=actor,
+            obj=baseline,
+            payload={
+                "run": run.pk,
+                "previous_run": old_run,
+                "reason": reason[:500],
+                "output_tok_s": run.output_tok_s,
+                "tpot_p50_ms": run.tpot_p50_ms,
+            },
+            host_name=run.host.name,
+            profile_name=run.profile.name,
+        )
+    return baseline

@@ -1,0 +1,137 @@
+"""The deploy pipeline's benchmark step (the hook of deploys/jobs/benchmark.py).
+
+After readiness: measure the new unit with servebench using the baseline's settings (the
+profile's policy for a first measurement), store the run, and gate it against the
+baseline of (profile, host). Regressed → `StepResult.regressed` (the runner rolls back when
+the policy says so, default on); noisy → success with a note; no baseline yet → this run
+becomes the baseline (audited). An incomplete measurement fails the step without a
+rollback: nothing says the new unit is worse.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deploys.jobs.steps import DeployContext, StepResult
+from perf.models import BenchPolicy, BenchRun
+from perf.selectors import baseline_for, policy_for
+from perf.services import accept_baseline, compare_with_baseline, record_run
+from servebench.gate import NOISY, REGRESSED
+from servebench.runner import BenchError, Progress, RunSettings, run_sync
+
+# RunSettings fields taken from a stored run's settings (what was measured, not where).
+_REUSED = (
+    "endpoint",
+    "prompts",
+    "seed",
+    "max_tokens",
+    "ignore_eos",
+    "concurrency",
+    "num_requests",
+    "duration_s",
+    "warmup",
+    "request_rate",
+    "stall_timeout_s",
+)
+
+
+def run_settings(
+    policy: BenchPolicy, baseline_settings: dict[str, Any] | None, url: str, api_key: str
+) -> RunSettings:
+    """The baseline's settings when there is one, else the policy's; repeats from the policy."""
+    if baseline_settings:
+        chosen = {k: baseline_settings[k] for k in _REUSED if k in baseline_settings}
+    else:
+        chosen = {
+            "endpoint": policy.endpoint,
+            "prompts": policy.prompts,
+            "seed": policy.seed,
+            "max_tokens": policy.max_tokens,
+            "concurrency": list(policy.concurrency or [1]),
+            "num_requests": policy.num_requests,
+        }
+    return RunSettings(url=url, api_key=api_key or None, repeats=policy.repeats, **chosen)
+
+
+def _figures(run: BenchRun) -> dict[str, Any]:
+    return {
+        "bench_run": run.pk,
+        "output_tok_s": run.output_tok_s,
+        "ttft_p50_ms": run.ttft_p50_ms,
+        "tpot_p50_ms": run.tpot_p50_ms,
+        "acceptance_rate": run.acceptance_rate,
+    }
+
+
+def benchmark_step(ctx: DeployContext) -> StepResult:
+    version = ctx.request.profile_version
+    profile = version.profile
+    policy = policy_for(profile)
+    if not policy.enabled:
+        return StepResult.skipped("benchmarks are switched off for this profile")
+    if ctx.service is None:
+        return StepResult.skipped("the unit runs no vLLM server that could be measured")
+    baseline = baseline_for(profile, ctx.host)
+    url = ctx.service.base_url
+    settings = run_settings(
+        policy, baseline.run.settings if baseline else None, url, ctx.service.api_key
+    )
+    ctx.log(
+        f"benchmark {url}: concurrency {settings.concurrency}, {settings.num_requests} "
+        f"requests × {settings.max_tokens} tokens, {settings.repeats} repeats, prompts "
+        f"{settings.prompts} (seed {settings.seed}); "
+        + (f"baseline run #{baseline.run_id}" if baseline else "no baseline yet")
+    )
+
+    def progress(p: Progress) -> None:
+        ctx.progress(
+            f"benchmark: repeat {p.repeat + 1}/{p.repeats}, concurrency {p.concurrency}: "
+            f"{p.done}/{p.total or '?'} requests"
+        )
+
+    try:
+        result = run_sync(settings, progress, should_stop=ctx.cancel_requested)
+    except BenchError as exc:
+        return StepResult.failed(f"benchmark could not start: {exc}")
+    run = record_run(
+        result=result,
+        profile=profile,
+        host=ctx.host,
+        profile_version=version,
+        request=ctx.request,
+        url=url,
+    )
+    figures = _figures(run)
+    ctx.log(
+        f"measured: {run.output_tok_s or 0:.1f} tok/s, TTFT p50 {run.ttft_p50_ms or 0:.1f} ms, "
+        f"TPOT p50 {run.tpot_p50_ms or 0:.2f} ms (run #{run.pk})"
+    )
+    if result.incomplete:
+        errors = "; ".join(f"{n}× {msg}" for lv in result.levels for msg, n in lv.errors.items())
+        return StepResult.failed(
+            f"benchmark incomplete: {result.error or errors or 'no request completed'}",
+            **figures,
+        )
+    if baseline is None:
+        accept_baseline(
+            run=run,
+            actor=None,
+            reason=f"first benchmark of this profile on this host (deploy #{ctx.request.pk})",
+        )
+        ctx.log(f"run #{run.pk} is the baseline of this profile on this host")
+        return StepResult.success(baseline="set", **figures)
+    verdict = compare_with_baseline(run, policy.threshold_pct)
+    assert verdict is not None  # a baseline exists and is another run
+    for reason in verdict.reasons:
+        ctx.log(reason)
+    figures |= {"baseline_run": baseline.run_id, "gate": verdict.verdict}
+    if verdict.verdict == REGRESSED:
+        return StepResult.regressed(
+            f"slower than baseline run #{baseline.run_id} (threshold "
+            f"{policy.threshold_pct:g}%): " + "; ".join(verdict.reasons),
+            rollback=policy.rollback_on_regression,
+            **figures,
+        )
+    if verdict.verdict == NOISY:
+        ctx.log("the repeats spread as widely as the change: not a regression; more repeats needed")
+    return StepResult.success(**figures)

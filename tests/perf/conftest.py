@@ -1,0 +1,64 @@
+"""Fixtures for the perf tests: the deploy tests' people, profile, host and requests, and
+the vLLM double's API in its own process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from deploys.jobs.service import VllmService
+from deploys.jobs.steps import DeployContext
+from deploys.models import DeployRequest
+from perf.models import BenchPolicy
+from tests.bench.conftest import vllm_double  # noqa: F401 (fixture)
+from tests.deploys.conftest import (  # noqa: F401 (fixtures)
+    host,
+    make_request,
+    on_host,
+    people,
+    profile,
+    version,
+)
+from units.models import ServiceProfile
+
+
+def service_at(url: str) -> VllmService:
+    address, port = url.removeprefix("http://").rsplit(":", 1)
+    return VllmService(
+        argv=("vllm", "serve", "m"),
+        style="serve",
+        args_start=2,
+        model="m",
+        served_model_name="m",
+        address=address,
+        port=int(port),
+    )
+
+
+@pytest.fixture
+def small_policy(profile: ServiceProfile) -> BenchPolicy:  # noqa: F811 (fixture)
+    """Quick measurements: 4 requests × 32 tokens at concurrency 1, 2 repeats."""
+    return BenchPolicy.objects.create(
+        profile=profile, concurrency=[1], num_requests=4, max_tokens=32, repeats=2, prompts="chat"
+    )
+
+
+@pytest.fixture
+def deploy_ctx(
+    make_request: Callable[..., DeployRequest],  # noqa: F811 (fixture)
+) -> Callable[[str], DeployContext]:
+    """`deploy_ctx(url)`: a job context for a fresh request whose service answers at url."""
+
+    def make(url: str, **kwargs: Any) -> DeployContext:
+        request = make_request()
+        ctx = DeployContext(request=request, host=request.host, connect=_no_connection, **kwargs)
+        ctx.service = service_at(url)
+        return ctx
+
+    return make
+
+
+def _no_connection(_host: Any) -> Any:
+    raise AssertionError("the benchmark step must not need a host connection here")

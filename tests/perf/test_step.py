@@ -1,0 +1,124 @@
+"""The pipeline's benchmark step against the vLLM double (issue 11, "In the pipeline")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from audit.models import AuditEvent
+from deploys.jobs import benchmark as hook
+from deploys.jobs.steps import DeployContext, Outcome
+from perf.models import Baseline, BenchPolicy, BenchRun
+from perf.services import BASELINE_ACCEPTED
+from perf.step import benchmark_step
+from tests.bench.conftest import StartDouble
+
+pytestmark = pytest.mark.django_db
+SEED = ("--ttft-ms", "60", "--tokens-per-s", "74")
+# the n-gram variant: a speculative config that makes the server 15% slower
+NGRAM_15_SLOWER = (
+    *SEED,
+    "--num-spec-tokens",
+    "3",
+    "--accepted-per-step",
+    "0",
+    "--spec-speed-factor",
+    "0.85",
+)
+
+
+def test_the_perf_app_installs_its_step_into_the_pipelines_hook() -> None:
+    assert hook._implementation is benchmark_step
+
+
+def test_the_first_measurement_becomes_the_baseline_and_says_so_in_the_history(
+    vllm_double: StartDouble, deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
+) -> None:
+    ctx = deploy_ctx(vllm_double(*SEED))
+    result = hook.benchmark(ctx)
+    assert result.outcome == Outcome.OK, result.reason
+    assert result.data["baseline"] == "set"
+    run = BenchRun.objects.get(pk=result.data["bench_run"])
+    assert run.output_tok_s == pytest.approx(74 * 31 / (0.06 * 74 + 31), rel=0.05)
+    assert run.tpot_p50_ms == pytest.approx(1000 / 74, rel=0.02)
+    assert (run.request, run.host, run.profile_version) == (
+        ctx.request,
+        ctx.host,
+        ctx.request.profile_version,
+    )
+    assert Baseline.objects.get(profile=small_policy.profile, host=ctx.host).run == run
+    event = AuditEvent.objects.get(kind=BASELINE_ACCEPTED)
+    assert event.payload["run"] == run.pk and event.payload["previous_run"] is None
+    assert "first benchmark" in event.payload["reason"]
+
+
+def test_the_seeds_ngram_variant_15_percent_slower_is_a_regression_that_asks_for_rollback(
+    vllm_double: StartDouble, deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
+) -> None:
+    assert hook.benchmark(deploy_ctx(vllm_double(*SEED))).ok
+    result = hook.benchmark(deploy_ctx(vllm_double(*NGRAM_15_SLOWER)))
+    assert result.outcome == Outcome.REGRESSED
+    assert result.rollback is True
+    assert "output_throughput at concurrency 1 down 1" in result.reason
+    assert "tpot_p50_ms at concurrency 1 up 1" in result.reason
+    run = BenchRun.objects.get(pk=result.data["bench_run"])
+    assert run.verdict == BenchRun.Verdict.REGRESSED
+    assert run.baseline_run_id == result.data["baseline_run"]
+    tpot = next(c for c in run.gate["comparisons"] if c["metric"] == "tpot_p50_ms")
+    assert tpot["change_pct"] == pytest.approx(100 / 0.85 - 100, abs=2)
+    # the baseline stays what it was
+    assert Baseline.objects.get().run_id == result.data["baseline_run"]
+
+
+def test_a_profile_without_automatic_rollback_still_ends_regressed_but_keeps_the_unit(
+    vllm_double: StartDouble, deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
+) -> None:
+    small_policy.rollback_on_regression = False
+    small_policy.save()
+    assert hook.benchmark(deploy_ctx(vllm_double(*SEED))).ok
+    result = hook.benchmark(deploy_ctx(vllm_double(*NGRAM_15_SLOWER)))
+    assert (result.outcome, result.rollback) == (Outcome.REGRESSED, False)
+
+
+def test_the_same_speed_again_passes_with_the_baselines_settings(
+    vllm_double: StartDouble, deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
+) -> None:
+    url = vllm_double(*SEED)
+    assert hook.benchmark(deploy_ctx(url)).ok
+    small_policy.max_tokens = 64  # a later policy change does not change what is compared
+    small_policy.save()
+    result = hook.benchmark(deploy_ctx(url))
+    assert result.outcome == Outcome.OK, result.reason
+    assert result.data["gate"] == "pass"
+    first, second = BenchRun.objects.order_by("pk")
+    assert second.settings["max_tokens"] == first.settings["max_tokens"] == 32
+    assert second.settings_key == first.settings_key
+
+
+def test_an_incomplete_measurement_fails_the_step_without_a_rollback(
+    vllm_double: StartDouble, deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
+) -> None:
+    url = vllm_double(*SEED, "--stream-fault", "http_500", "--stream-fault-after", "3")
+    result = hook.benchmark(deploy_ctx(url))
+    assert (result.outcome, result.rollback) == (Outcome.FAILED, False)
+    assert "benchmark incomplete: " in result.reason and "HTTP 500" in result.reason
+    assert BenchRun.objects.get().incomplete
+    assert not Baseline.objects.exists()
+
+
+def test_a_server_that_cannot_be_reached_fails_the_step_with_the_reason(
+    deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
+) -> None:
+    result = hook.benchmark(deploy_ctx("http://127.0.0.1:9"))
+    assert result.outcome == Outcome.FAILED
+    assert result.reason.startswith("benchmark could not start: cannot connect to the server")
+
+
+def test_switched_off_benchmarks_are_skipped(
+    deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
+) -> None:
+    small_policy.enabled = False
+    small_policy.save()
+    result = hook.benchmark(deploy_ctx("http://127.0.0.1:9"))
+    assert result.outcome == Outcome.SKIPPED
