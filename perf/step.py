@@ -14,6 +14,7 @@ from typing import Any
 
 from deploys.jobs.steps import DeployContext, StepResult
 from perf.models import BenchPolicy, BenchRun
+from perf.reach import ServiceUnreachable, worker_url
 from perf.selectors import baseline_for, policy_for
 from perf.services import accept_baseline, compare_with_baseline, record_run
 from servebench.gate import NOISY, REGRESSED
@@ -72,7 +73,10 @@ def benchmark_step(ctx: DeployContext) -> StepResult:
     if ctx.service is None:
         return StepResult.skipped("the unit runs no vLLM server that could be measured")
     baseline = baseline_for(profile, ctx.host)
-    url = ctx.service.base_url
+    try:
+        url = worker_url(ctx.service, ctx.host)
+    except ServiceUnreachable as exc:
+        return StepResult.failed(f"benchmark: {exc}")
     settings = run_settings(
         policy, baseline.run.settings if baseline else None, url, ctx.service.api_key
     )

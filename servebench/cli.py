@@ -32,12 +32,8 @@ def _levels(text: str) -> list[int]:
     return levels
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m servebench",
-        description="Streaming benchmark for OpenAI-compatible servers (vLLM's definitions).",
-    )
-    p.add_argument("url", nargs="?", help="server base URL, e.g. http://127.0.0.1:8000")
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """What to measure and how (shared with specadmin's `manage.py bench`)."""
     p.add_argument("--endpoint", choices=("completions", "chat"), default="completions")
     p.add_argument("--model", help="model name (default: the first one /v1/models lists)")
     p.add_argument(
@@ -63,8 +59,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stall-timeout", type=float, default=60.0, help="seconds without data")
     p.add_argument("--api-key", help="bearer token (default: $OPENAI_API_KEY)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    p.add_argument("--output", type=Path, help="also write the JSON result to this file")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def settings_from_args(args: argparse.Namespace, url: str) -> RunSettings:
+    """RunSettings from `add_run_arguments`' options (ValueError: what is wrong)."""
+    return RunSettings(
+        url=url,
+        endpoint=args.endpoint,
+        model=args.model,
+        prompts=args.prompts,
+        seed=args.seed,
+        max_tokens=args.max_tokens,
+        ignore_eos=args.ignore_eos,
+        concurrency=list(args.concurrency),
+        num_requests=None if args.duration else (args.requests or 32),
+        duration_s=args.duration,
+        warmup=args.warmup,
+        request_rate=args.request_rate,
+        repeats=args.repeats,
+        stall_timeout_s=args.stall_timeout,
+        api_key=args.api_key or _env_key(),
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m servebench",
+        description="Streaming benchmark for OpenAI-compatible servers (vLLM's definitions).",
+    )
+    p.add_argument("url", nargs="?", help="server base URL, e.g. http://127.0.0.1:8000")
+    add_run_arguments(p)
+    p.add_argument("--output", type=Path, help="also write the JSON result to this file")
     p.add_argument(
         "--import-vllm",
         type=Path,
@@ -91,23 +117,7 @@ def _measure(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Bench
         return load_vllm_result(args.import_vllm)
     if not args.url:
         parser.error("a server URL is needed (or --import-vllm FILE)")
-    settings = RunSettings(
-        url=args.url,
-        endpoint=args.endpoint,
-        model=args.model,
-        prompts=args.prompts,
-        seed=args.seed,
-        max_tokens=args.max_tokens,
-        ignore_eos=args.ignore_eos,
-        concurrency=list(args.concurrency),
-        num_requests=None if args.duration else (args.requests or 32),
-        duration_s=args.duration,
-        warmup=args.warmup,
-        request_rate=args.request_rate,
-        repeats=args.repeats,
-        stall_timeout_s=args.stall_timeout,
-        api_key=args.api_key or _env_key(),
-    )
+    settings = settings_from_args(args, args.url)
     return run_sync(settings, None if args.quiet else ProgressBar())
 
 

@@ -1,0 +1,130 @@
+"""`manage.py bench URL` or `manage.py bench --profile P --host H`: measure a vLLM server.
+
+With a profile and a host the result is stored for that profile (and its deployed version)
+on that host, measured with the settings of their baseline when there is one, and compared
+with it (the regression gate, the profile's threshold). Without them it only prints.
+`--vllm-bench` runs `vllm bench serve` on the host itself over SSH (where vLLM is
+installed) and imports its saved JSON result instead (perf.vllm_bench).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from deploys.models import DeployRequest, Host
+from perf.reach import ServiceUnreachable, deployed_url
+from perf.selectors import baseline_for, policy_for
+from perf.services import compare_with_baseline, record_run
+from perf.step import run_settings
+from perf.vllm_bench import VllmBenchError, run_vllm_bench
+from servebench.cli import add_run_arguments, settings_from_args
+from servebench.report import ProgressBar, format_gate, format_table
+from servebench.runner import BenchError, RunSettings, run_sync
+from units.models import ServiceProfile
+
+
+class Command(BaseCommand):
+    help = __doc__.split("\n\n")[0]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("url", nargs="?", help="server base URL (optional with --host)")
+        add_run_arguments(parser)
+        parser.add_argument("--profile", help="store the result for this profile (name)")
+        parser.add_argument("--host", dest="host_name", help="… on this host (name)")
+        parser.add_argument(
+            "--vllm-bench",
+            action="store_true",
+            help="run `vllm bench serve` on the host over SSH and import its result",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        ns = argparse.Namespace(**options)
+        profile, host = self._target(ns)
+        url = ns.url
+        if url is None:
+            if host is None:
+                raise CommandError("give a URL, or --profile and --host of a deployed profile")
+            try:
+                url = deployed_url(profile, host)
+            except ServiceUnreachable as exc:
+                raise CommandError(str(exc)) from None
+        baseline = baseline_for(profile, host) if profile else None
+        try:
+            settings = self._settings(ns, url, profile, baseline)
+            if ns.vllm_bench:
+                if host is None:
+                    raise CommandError("--vllm-bench runs on a host: give --profile and --host")
+                result = run_vllm_bench(host, settings)
+            else:
+                progress = None if ns.quiet else ProgressBar(sys.stderr)
+                result = run_sync(settings, progress)
+        except (BenchError, VllmBenchError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        data: dict[str, Any] = result.to_dict()
+        verdict = None
+        if profile is not None and host is not None:
+            run = record_run(
+                result=result,
+                profile=profile,
+                host=host,
+                profile_version=self._deployed_version(profile, host),
+                url=url,
+            )
+            data["bench_run"] = run.pk
+            if not result.incomplete:
+                verdict = compare_with_baseline(run, policy_for(profile).threshold_pct)
+            if verdict is not None:
+                data["gate"] = verdict.to_dict()
+        if ns.json:
+            self.stdout.write(json.dumps(data, indent=1))
+            return
+        self.stdout.write(format_table(result))
+        if "bench_run" in data:
+            self.stdout.write(f"stored as run #{data['bench_run']} of {profile} on {host}")
+        if verdict is not None:
+            self.stdout.write(format_gate(verdict))
+        elif profile is not None and baseline is None:
+            self.stdout.write("no baseline yet: an admin can accept this run as the baseline")
+
+    def _target(self, ns: argparse.Namespace) -> tuple[ServiceProfile | None, Host | None]:
+        if bool(ns.profile) != bool(ns.host_name):
+            raise CommandError("--profile and --host go together")
+        if not ns.profile:
+            return None, None
+        profile = ServiceProfile.objects.filter(name=ns.profile).first()
+        if profile is None:
+            raise CommandError(f"no profile named {ns.profile!r}")
+        host = Host.objects.filter(name=ns.host_name).first()
+        if host is None:
+            raise CommandError(f"no host named {ns.host_name!r}")
+        return profile, host
+
+    def _settings(
+        self, ns: argparse.Namespace, url: str, profile: Any, baseline: Any
+    ) -> RunSettings:
+        """The baseline's settings when comparing with one, else the options given."""
+        if baseline is None:
+            return settings_from_args(ns, url)
+        self.stderr.write(f"using the settings of baseline run #{baseline.run_id}")
+        settings = run_settings(policy_for(profile), baseline.run.settings, url, ns.api_key or "")
+        settings.repeats = ns.repeats
+        return settings
+
+    @staticmethod
+    def _deployed_version(profile: Any, host: Any) -> Any:
+        request = (
+            DeployRequest.objects.filter(
+                profile_version__profile=profile, host=host, status=DeployRequest.Status.SUCCEEDED
+            )
+            .order_by("-finished_at", "-pk")
+            .first()
+        )
+        return request.profile_version if request else None
+
+
+__all__ = ["Command"]
