@@ -12,4 +12,5 @@ urlpatterns = [
     path("profiles/", include("units.urls")),
     path("history/", include("audit.urls")),
     path("deploys/", include("deploys.urls")),
+    path("benchmarks/", include("perf.urls")),
 ]
