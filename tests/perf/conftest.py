@@ -53,6 +53,10 @@ def deploy_ctx(
 
     def make(url: str, **kwargs: Any) -> DeployContext:
         request = make_request()
+        # the host lives on this machine: the worker reaches its services on loopback (the
+        # deploy tests' host has a private address, which nothing here may connect to)
+        request.host.address = "127.0.0.1"
+        request.host.save(update_fields=["address"])
         ctx = DeployContext(request=request, host=request.host, connect=_no_connection, **kwargs)
         ctx.service = service_at(url)
         return ctx

@@ -26,7 +26,7 @@ def test_an_admin_reads_the_charts_compares_two_runs_and_accepts_a_baseline(
     admin = get_user_model().objects.create_user("ada", password=PASSWORD)
     admin.groups.add(ensure_roles()[ADMIN])
     profile = profile_create(data=profile_data(), created_by=admin)
-    host = Host.objects.create(name="gpu-a", address="10.0.0.5", host_key="ssh-ed25519 AAAA")
+    host = Host.objects.create(name="gpu-a", address="127.0.0.1", host_key="ssh-ed25519 AAAA")
     first = stored_run(profile, host, 74.0, seed=0)
     accept_baseline(run=first, actor=None, reason="first measurement")
     stored_run(profile, host, 74.6, seed=1)

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
 from audit.models import AuditEvent
 from deploys.jobs import benchmark as hook
 from deploys.jobs.steps import DeployContext, Outcome
+from deploys.models import Host
 from perf.models import Baseline, BenchPolicy, BenchRun
+from perf.reach import ServiceUnreachable, worker_url
 from perf.services import BASELINE_ACCEPTED
 from perf.step import benchmark_step
 from tests.bench.conftest import StartDouble
+from tests.perf.conftest import service_at
 
 pytestmark = pytest.mark.django_db
 SEED = ("--ttft-ms", "60", "--tokens-per-s", "74")
@@ -122,3 +126,15 @@ def test_switched_off_benchmarks_are_skipped(
     small_policy.save()
     result = hook.benchmark(deploy_ctx("http://127.0.0.1:9"))
     assert result.outcome == Outcome.SKIPPED
+
+
+def test_the_worker_reaches_a_remote_hosts_service_at_the_hosts_address() -> None:
+    """No connection is made: the URL alone (an SSH host at a documentation address)."""
+    host = Host(name="h", address="192.0.2.10", transport=Host.Transport.SSH)
+    everywhere = service_at("http://127.0.0.1:8001")
+    assert worker_url(everywhere, host) == "http://192.0.2.10:8001"
+    loopback_only = replace(everywhere, argv=("vllm", "serve", "m", "--host", "127.0.0.1"))
+    with pytest.raises(ServiceUnreachable, match=r"listens on 127\.0\.0\.1 only"):
+        worker_url(loopback_only, host)
+    local = Host(name="l", address="192.0.2.10", transport=Host.Transport.LOCAL)
+    assert worker_url(loopback_only, local) == "http://127.0.0.1:8001"

@@ -84,7 +84,10 @@ def test_roles_grant_model_permissions() -> None:
         "audit.view_auditevent",
         "deploys.view_host",
         "deploys.view_deployrequest",
+        "perf.view_benchrun",
     }
+    assert "perf.accept_baseline" in perms["admin"]
+    assert "perf.accept_baseline" not in perms["operator"] | perms["approver"]
     assert "deploys.add_deployrequest" in perms["operator"]
     assert "deploys.approve_deployrequest" in perms["approver"]
     assert "deploys.approve_deployrequest" not in perms["operator"]
