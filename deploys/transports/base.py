@@ -232,6 +232,7 @@ class Transport(abc.ABC):
     """
 
     command_timeout: float = DEFAULT_COMMAND_TIMEOUT
+    nvidia_smi: str = "nvidia-smi"  # resolved through the login shell's PATH on the host
 
     @property
     def command_log(self) -> CommandLog:
@@ -390,30 +391,43 @@ class Transport(abc.ABC):
         return parse_journal_json(result.stdout)
 
     def gpu_status(self) -> list[GpuInfo]:
-        """All GPUs with memory and compute processes, via `nvidia-smi` on the host."""
-        gpu_argv = [
-            "nvidia-smi",
-            f"--query-gpu={NVIDIA_SMI_GPU_QUERY}",
-            "--format=csv,noheader,nounits",
-        ]
-        app_argv = [
-            "nvidia-smi",
-            f"--query-compute-apps={NVIDIA_SMI_APP_QUERY}",
-            "--format=csv,noheader,nounits",
-        ]
-        gpus = self.run(gpu_argv)
-        if gpus.exit_code != 0:
-            raise GpuUnavailable(
-                f"nvidia-smi failed (exit {gpus.exit_code}): "
-                + (gpus.stderr_text or gpus.stdout_text).strip()[-500:]
-            )
-        apps = self.run(app_argv)
-        if apps.exit_code != 0:
-            raise GpuUnavailable(
-                f"nvidia-smi --query-compute-apps failed (exit {apps.exit_code}): "
-                + (apps.stderr_text or apps.stdout_text).strip()[-500:]
-            )
-        return parse_nvidia_smi(gpus.stdout_text, apps.stdout_text)
+        """All GPUs with memory and compute processes, via `nvidia-smi` on the host.
+
+        Both queries run in one command (one SSH round trip per reading: the GPU-clean
+        step reads in a loop); each one's exit status is printed after its output.
+        """
+        result = self.run(
+            [
+                "sh",
+                "-c",
+                _NVIDIA_SMI_SCRIPT,
+                "sh",
+                self.nvidia_smi,
+                NVIDIA_SMI_GPU_QUERY,
+                NVIDIA_SMI_APP_QUERY,
+            ]
+        )
+        parts = _SMI_MARKER.split(result.stdout_text)
+        outputs, codes = parts[0::2], [int(c) for c in parts[1::2]]
+        error = (result.stderr_text or result.stdout_text).strip()[-500:]
+        if not codes or codes[0] != 0:
+            code = codes[0] if codes else result.exit_code
+            raise GpuUnavailable(f"nvidia-smi failed (exit {code}): " + error)
+        if len(codes) < 2 or codes[1] != 0:
+            code = codes[1] if len(codes) > 1 else result.exit_code
+            raise GpuUnavailable(f"nvidia-smi --query-compute-apps failed (exit {code}): " + error)
+        return parse_nvidia_smi(outputs[0], outputs[1])
+
+
+# The two nvidia-smi queries of `gpu_status`, each followed by "@@specadmin-exit N".
+_NVIDIA_SMI_SCRIPT = r"""
+"$1" --query-gpu="$2" --format=csv,noheader,nounits; rc=$?
+printf '\n@@specadmin-exit %s\n' "$rc"
+[ "$rc" = 0 ] || exit 0
+"$1" --query-compute-apps="$3" --format=csv,noheader,nounits; rc=$?
+printf '\n@@specadmin-exit %s\n' "$rc"
+"""
+_SMI_MARKER = re.compile(r"\n?@@specadmin-exit (\d+)\n")
 
 
 __all__ = [

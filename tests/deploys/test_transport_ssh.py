@@ -530,14 +530,7 @@ def test_gpu_status_via_nvidia_smi(ssh: SSHTransport, testhost: TestHost) -> Non
 def test_gpu_status_without_nvidia_smi_is_a_clear_error(
     ssh: SSHTransport, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = ssh.run
-
-    def run(argv, **kw):  # type: ignore[no-untyped-def]
-        if argv[0] == "nvidia-smi":
-            argv = ["nvidia-smi-absent-specadmin", *argv[1:]]
-        return original(argv, **kw)
-
-    monkeypatch.setattr(ssh, "run", run)
+    monkeypatch.setattr(ssh, "nvidia_smi", "nvidia-smi-absent-specadmin")
     with pytest.raises(GpuUnavailable, match="exit 127"):
         ssh.gpu_status()
 

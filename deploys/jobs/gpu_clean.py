@@ -1,0 +1,479 @@
+"""GPU-clean: after the service stopped, every GPU it will use is empty before anything starts.
+
+`systemctl stop` returns when the unit's cgroup is empty, but a vLLM worker can outlive it
+(KillMode=process, a worker that moved out of the cgroup) and keep tens of GiB on a GPU;
+the next start then fails with "Free memory on device … is less than desired GPU memory
+utilization", after a long model load. So the GPUs are read (NVML locally, nvidia-smi CSV
+over SSH: `Transport.gpu_status`), every compute process is attributed, and:
+
+- a leftover of the stopped service gets SIGTERM, then SIGKILL after a grace period; each
+  signal is logged with PID, name, user, GPU and memory. "Of the service" means: in the
+  unit's cgroup, or one of the service's processes seen before the stop (PID and start
+  time), or a child of one, or one that escaped: the service's user, a vLLM process title
+  (`VLLM::EngineCore`, `vllm serve`), and no other unit's cgroup;
+- anyone else's GPU process is never signalled unless the policy allows it; on a GPU the
+  service needs it ends the step: "GPU 5 is held by PID 4242 (python, user alice, 38 GiB)";
+- the step succeeds only when every GPU the service will use (CUDA_VISIBLE_DEVICES, all
+  when unset) is at or below the threshold with no compute process, read back after the
+  last process went away. Waits are event-driven: a host-side loop returns as soon as the
+  PIDs are gone, then the GPUs are re-read at once and every 0.1–0.5 s; never a fixed sleep.
+
+Stdlib and `deploys.transports.base` only: `benchmarks/gpu_clean_real.py` runs these very
+functions on real GPUs without Django (docs/architecture.md, "The restart pipeline").
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from deploys.jobs.processes import (
+    ProcessInfo,
+    alive,
+    cgroup_members,
+    descendants,
+    process_table,
+    read_processes,
+    send_signal,
+    wait_gone,
+)
+from deploys.transports.base import GpuInfo, Transport
+
+DEFAULT_THRESHOLD_MIB = 1000
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_GRACE_S = 10.0
+KILL_WAIT_S = 10.0  # SIGKILL → gone: the kernel only needs to tear the process down
+FIRST_POLL_S = 0.1
+MAX_POLL_S = 0.5
+# What vLLM's processes look like in `ps`: setproctitle names (VLLM::EngineCore,
+# VLLM::Worker_TP0) and the server's own command lines (vllm serve, python -m vllm...).
+VLLM_TITLE = re.compile(r"VLLM::|(^|[\s/])vllm(\s|$)|-m\s+vllm\.|vllm\.entrypoints")
+# Cgroups an escaped process ends up in (moved next to PID 1, or a host without systemd).
+ESCAPE_CGROUPS = ("/", "/init.scope")
+UNIT_PROPERTIES = ("MainPID", "ControlGroup", "User", "Environment", "ActiveState")
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CleanPolicy:
+    """Per profile: what "clean" means and how long to try."""
+
+    threshold_mib: int = DEFAULT_THRESHOLD_MIB
+    timeout_s: float = DEFAULT_TIMEOUT_S  # the whole step, kills included
+    grace_s: float = DEFAULT_GRACE_S  # SIGTERM → SIGKILL
+    kill_foreign: bool = False  # also signal other people's processes on needed GPUs
+
+
+@dataclass(frozen=True)
+class ServiceIdentity:
+    """Who "the service" is, read before it was stopped (`service_identity`)."""
+
+    unit: str = ""  # "vllm-a.service"; "" where no systemd unit runs it
+    cgroup: str = ""  # its ControlGroup ("/system.slice/vllm-a.service")
+    user: str = "root"
+    processes: frozenset[tuple[int, int]] = frozenset()  # (PID, start ticks) before the stop
+    gpus: tuple[str, ...] | None = None  # CUDA_VISIBLE_DEVICES of what starts next; None: all
+
+    @property
+    def pids(self) -> set[int]:
+        return {pid for pid, _ in self.processes}
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["processes"] = sorted([list(p) for p in self.processes])
+        data["gpus"] = None if self.gpus is None else list(self.gpus)
+        return data
+
+
+@dataclass(frozen=True)
+class GpuHolder:
+    """A process with memory on one or more GPUs, and whose it is."""
+
+    pid: int
+    name: str
+    user: str
+    gpus: tuple[int, ...]
+    mib: int
+    ours: bool  # a leftover of the service (may be signalled)
+    why: str  # how it was attributed
+
+    def describe(self) -> str:
+        return f"PID {self.pid} ({self.name}, user {self.user}, {format_mib(self.mib)})"
+
+
+@dataclass
+class CleanReport:
+    """The outcome, every signal sent, and the timings `benchmarks/restart.py` reports."""
+
+    clean: bool = False
+    reason: str = ""
+    kills: list[dict[str, Any]] = field(default_factory=list)
+    left_alone: list[str] = field(default_factory=list)
+    gpus: list[dict[str, Any]] = field(default_factory=list)  # the last reading
+    polls: int = 0
+    started_at: float = 0.0  # clock() values (time.monotonic by default)
+    last_gone_at: float | None = None  # the last signalled process was gone
+    verified_at: float | None = None  # every needed GPU read clean
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("last_gone_at", "verified_at"):
+            value = data.pop(key)
+            data[key.replace("_at", "_after_s")] = (
+                None if value is None else round(value - self.started_at, 4)
+            )
+        data.pop("started_at")
+        return data
+
+
+# --------------------------------------------------------------------------------------
+# formatting
+
+
+def format_mib(mib: int) -> str:
+    """38 GiB, 512 MiB: what a person reads in "GPU 5 is held by …"."""
+    return f"{mib / 1024:.0f} GiB" if mib >= 1024 else f"{mib} MiB"
+
+
+def format_gpus(indices: Sequence[int]) -> str:
+    indices = sorted(set(indices))
+    if len(indices) == 1:
+        return f"GPU {indices[0]}"
+    if indices and indices == list(range(indices[0], indices[-1] + 1)):
+        return f"GPUs {indices[0]}-{indices[-1]}"
+    return "GPUs " + ", ".join(map(str, indices))
+
+
+def gpu_table(gpus: Sequence[GpuInfo]) -> list[dict[str, Any]]:
+    """A GPU reading as JSON, for the step's record of what it read."""
+    return [
+        {
+            "index": g.index,
+            "uuid": g.uuid,
+            "used_mib": g.memory_used_mib,
+            "total_mib": g.memory_total_mib,
+            "processes": [
+                {"pid": p.pid, "name": p.name, "used_mib": p.used_mib} for p in g.processes
+            ],
+        }
+        for g in sorted(gpus, key=lambda g: g.index)
+    ]
+
+
+# --------------------------------------------------------------------------------------
+# which GPUs, whose processes
+
+
+def visible_devices(environment: dict[str, str]) -> tuple[str, ...] | None:
+    """CUDA_VISIBLE_DEVICES as entries; None when unset (every GPU is visible)."""
+    value = environment.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return None
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def needed_gpus(gpus: Sequence[GpuInfo], visible: tuple[str, ...] | None) -> list[GpuInfo]:
+    """The GPUs a process with this CUDA_VISIBLE_DEVICES uses: by index or full UUID;
+    CUDA stops at the first entry it cannot resolve (CUDA C Programming Guide, "CUDA
+    Environment Variables"). nvidia-smi and NVML both enumerate in PCI bus order, which
+    is CUDA's order when CUDA_DEVICE_ORDER=PCI_BUS_ID (identical GPUs: the same)."""
+    if visible is None:
+        return list(gpus)
+    by_index = {str(g.index): g for g in gpus}
+    by_uuid = {g.uuid: g for g in gpus}
+    chosen: list[GpuInfo] = []
+    for entry in visible:
+        gpu = by_index.get(entry) or by_uuid.get(entry)
+        if gpu is None:
+            break
+        if gpu not in chosen:
+            chosen.append(gpu)
+    return chosen
+
+
+def attribute(info: ProcessInfo | None, service: ServiceIdentity) -> tuple[bool, str]:
+    """(is it the service's, why): the rules in the module docstring, in order."""
+    if info is None:
+        return False, "not visible in the host's /proc (another PID namespace?)"
+    if service.cgroup and (
+        info.cgroup == service.cgroup or info.cgroup.startswith(service.cgroup.rstrip("/") + "/")
+    ):
+        return True, f"in the unit's cgroup {service.cgroup}"
+    if info.key in service.processes:
+        return True, "one of the service's processes before the stop"
+    if info.ppid in service.pids:
+        return True, f"child of the service's PID {info.ppid}"
+    if info.user == service.user and VLLM_TITLE.search(info.title):
+        if info.cgroup in ESCAPE_CGROUPS:
+            where = f"cgroup {info.cgroup}" if service.unit else "no unit"
+            return True, f"escaped the unit: user {info.user}, vLLM title, {where}"
+        return False, f"a vLLM process of user {info.user}, but in {info.cgroup}"
+    return False, "not the service's"
+
+
+def holders(
+    gpus: Sequence[GpuInfo], infos: dict[int, ProcessInfo], service: ServiceIdentity
+) -> list[GpuHolder]:
+    """One entry per process (a process on several GPUs is listed once)."""
+    by_pid: dict[int, list[tuple[int, int]]] = {}
+    names: dict[int, str] = {}
+    for gpu in gpus:
+        for proc in gpu.processes:
+            by_pid.setdefault(proc.pid, []).append((gpu.index, proc.used_mib or 0))
+            names.setdefault(proc.pid, proc.name)
+    result = []
+    for pid, places in sorted(by_pid.items()):
+        info = infos.get(pid)
+        ours, why = attribute(info, service)
+        result.append(
+            GpuHolder(
+                pid=pid,
+                name=info.name if info else names[pid],
+                user=info.user if info else "?",
+                gpus=tuple(sorted({g for g, _ in places})),
+                mib=sum(m for _, m in places),
+                ours=ours,
+                why=why,
+            )
+        )
+    return result
+
+
+def dirty_gpus(needed: Sequence[GpuInfo], threshold_mib: int) -> list[str]:
+    """Why each needed GPU is not clean (empty: all clean)."""
+    problems = []
+    for g in sorted(needed, key=lambda g: g.index):
+        if g.processes:
+            pids = ", ".join(str(p.pid) for p in g.processes)
+            problems.append(f"GPU {g.index}: compute process {pids}")
+        elif g.memory_used_mib > threshold_mib:
+            problems.append(
+                f"GPU {g.index}: {g.memory_used_mib:,} MiB used (threshold {threshold_mib:,} "
+                "MiB) with no compute process listed"
+            )
+    return problems
+
+
+# --------------------------------------------------------------------------------------
+# reading the service before the stop
+
+
+def parse_environment(value: str) -> dict[str, str]:
+    """`systemctl show -p Environment` (space-separated, values with spaces quoted)."""
+    try:
+        words = shlex.split(value)
+    except ValueError:
+        words = value.split()
+    env = {}
+    for word in words:
+        key, sep, val = word.partition("=")
+        if sep:
+            env[key] = val
+    return env
+
+
+def service_identity(transport: Transport, unit: str) -> ServiceIdentity:
+    """Read, before `systemctl stop`, who the service is: its cgroup, user, processes
+    (the cgroup's members and every descendant of them and of MainPID, with start times)
+    and the GPUs the unit as loaded now will use (after a push + daemon-reload that is
+    the new unit's CUDA_VISIBLE_DEVICES)."""
+    props = transport.unit_properties(unit, UNIT_PROPERTIES)
+    cgroup = props.get("ControlGroup", "")
+    roots = cgroup_members(transport, cgroup)
+    main_pid = int(props.get("MainPID") or 0)
+    if main_pid > 0:
+        roots.add(main_pid)
+    pids = descendants(process_table(transport), roots) if roots else set()
+    infos = read_processes(transport, pids)
+    env = parse_environment(props.get("Environment", ""))
+    return ServiceIdentity(
+        unit=unit,
+        cgroup=cgroup or f"/system.slice/{unit}",
+        user=props.get("User") or "root",
+        processes=frozenset(i.key for i in infos.values()),
+        gpus=visible_devices(env),
+    )
+
+
+# --------------------------------------------------------------------------------------
+# the clean-up
+
+
+def clean_gpus(
+    transport: Transport,
+    service: ServiceIdentity,
+    policy: CleanPolicy = CleanPolicy(),
+    *,
+    log: Log = lambda line: None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> CleanReport:
+    """Signal the service's GPU leftovers and verify every needed GPU is clean.
+
+    Never raises for a dirty host: `report.clean` and `report.reason` say what was found.
+    Transport errors (host unreachable, no nvidia-smi) propagate.
+    """
+    report = CleanReport(started_at=clock())
+    deadline = report.started_at + policy.timeout_s
+    delay = FIRST_POLL_S
+    seen_foreign: set[int] = set()
+    gone: set[int] = set()  # signalled and exited; the driver may still list them briefly
+    while True:
+        gpus = transport.gpu_status()
+        report.polls += 1
+        report.gpus = gpu_table(gpus)
+        needed = needed_gpus(gpus, service.gpus)
+        needed_idx = {g.index for g in needed}
+        pids = {p.pid for g in gpus for p in g.processes}
+        infos = read_processes(transport, pids) if pids else {}
+        found = holders(gpus, infos, service)
+        ours = [h for h in found if h.ours]
+        blocking = [h for h in found if not h.ours and set(h.gpus) & needed_idx]
+        for h in found:
+            if not h.ours and not set(h.gpus) & needed_idx and h.pid not in seen_foreign:
+                seen_foreign.add(h.pid)
+                note = f"left alone: {h.describe()} on {format_gpus(h.gpus)}, not used here"
+                report.left_alone.append(note)
+                log(note)
+        victims = [h for h in ours + (blocking if policy.kill_foreign else []) if h.pid not in gone]
+        if victims:
+            problem = _terminate(transport, victims, policy, deadline, report, log, clock)
+            if problem:
+                report.reason = problem
+                return report
+            gone.update(h.pid for h in victims)
+            continue  # read again at once: the memory is usually free already
+        blocking = [h for h in blocking if h.pid not in gone]
+        if blocking:
+            for h in blocking:
+                log(f"not signalled: {h.describe()} on {format_gpus(h.gpus)}: {h.why}")
+            report.reason = "; ".join(
+                f"{format_gpus([g for g in h.gpus if g in needed_idx][:1])} is held by "
+                f"{h.describe()}"
+                for h in blocking
+            ) + (
+                " — not the service's; it is never killed unless the profile allows "
+                "killing other GPU processes"
+            )
+            return report
+        problems = dirty_gpus(needed, policy.threshold_mib)
+        if not problems:
+            report.verified_at = clock()
+            report.clean = True
+            used = ", ".join(f"{g.index}:{g.memory_used_mib}" for g in needed)
+            log(
+                f"clean: {format_gpus([g.index for g in needed]) if needed else 'no GPU'} "
+                f"at or below {policy.threshold_mib:,} MiB with no compute process "
+                f"(MiB used {used or '-'}; {report.polls} reading(s))"
+            )
+            return report
+        now = clock()
+        if cancelled():
+            report.reason = "cancelled while waiting for the GPUs: " + "; ".join(problems)
+            return report
+        if now >= deadline:
+            report.reason = f"GPUs not clean after {policy.timeout_s:g} s: " + "; ".join(problems)
+            return report
+        sleep(min(delay, max(0.0, deadline - now)))
+        delay = min(delay * 1.5, MAX_POLL_S)
+
+
+def _terminate(
+    transport: Transport,
+    victims: list[GpuHolder],
+    policy: CleanPolicy,
+    deadline: float,
+    report: CleanReport,
+    log: Log,
+    clock: Callable[[], float],
+) -> str:
+    """SIGTERM, the grace period, SIGKILL for survivors; "" when all are gone, else why."""
+    pids = [h.pid for h in victims]
+    by_pid = {h.pid: h for h in victims}
+    _signal(transport, victims, "TERM", report, log, clock)
+    grace = max(0.0, min(policy.grace_s, deadline - clock()))
+    if wait_gone(transport, pids, grace):
+        report.last_gone_at = clock()
+        return ""
+    survivors = alive(transport, pids)
+    if not survivors:
+        report.last_gone_at = clock()
+        return ""
+    _signal(
+        transport,
+        [by_pid[p] for p in survivors],
+        "KILL",
+        report,
+        log,
+        clock,
+        note=f"still alive {policy.grace_s:g} s after SIGTERM",
+    )
+    if wait_gone(transport, survivors, max(1.0, min(KILL_WAIT_S, deadline - clock()))):
+        report.last_gone_at = clock()
+        return ""
+    left = alive(transport, survivors)
+    return "survived SIGKILL (stuck in the kernel?): " + ", ".join(
+        by_pid[p].describe() for p in left
+    )
+
+
+def _signal(
+    transport: Transport,
+    victims: list[GpuHolder],
+    signal: str,
+    report: CleanReport,
+    log: Log,
+    clock: Callable[[], float],
+    note: str = "",
+) -> None:
+    delivered = send_signal(transport, [h.pid for h in victims], signal)
+    at = round(clock() - report.started_at, 4)
+    for h in victims:
+        sent = delivered.get(h.pid, False)
+        line = (
+            f"SIG{signal} {h.describe()} on {format_gpus(h.gpus)}: {h.why}"
+            + (f"; {note}" if note else "")
+            + ("" if sent else " (already gone)")
+        )
+        log(line)
+        report.kills.append(
+            {
+                "signal": f"SIG{signal}",
+                "pid": h.pid,
+                "name": h.name,
+                "user": h.user,
+                "gpus": list(h.gpus),
+                "mib": h.mib,
+                "why": h.why,
+                "delivered": sent,
+                "after_s": at,
+            }
+        )
+
+
+__all__ = [
+    "DEFAULT_GRACE_S",
+    "DEFAULT_THRESHOLD_MIB",
+    "DEFAULT_TIMEOUT_S",
+    "CleanPolicy",
+    "CleanReport",
+    "GpuHolder",
+    "ServiceIdentity",
+    "attribute",
+    "clean_gpus",
+    "dirty_gpus",
+    "format_gpus",
+    "format_mib",
+    "gpu_table",
+    "holders",
+    "needed_gpus",
+    "parse_environment",
+    "service_identity",
+    "visible_devices",
+]
