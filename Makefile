@@ -27,7 +27,7 @@ migrate: deps
 
 run: migrate
 	$(BIN)/python manage.py collectstatic --noinput -v0
-	$(BIN)/python manage.py loaddemo
+	$(BIN)/python manage.py loaddemo --skip-if-real-users
 	./scripts/run-server.sh $(HOST) $(PORT)
 
 # Scale-out setup for the database-backed suites (the kind of machine this project runs

@@ -11,6 +11,8 @@ from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest
+from django_q import admin as _django_q_admin  # noqa: F401  (registers its admins first)
+from django_q.models import Failure, OrmQ, Schedule, Success
 
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
 from units.admin import ReadOnlyAdmin
@@ -77,3 +79,18 @@ class PushedUnitAdmin(ReadOnlyAdmin):
     list_display = ("id", "host", "unit_name", "sha256", "backup_path", "pushed_at")
     list_filter = ("host",)
     list_select_related = ("host",)
+
+
+# -- django-q2's models: read-only here as well ---------------------------------------------
+# A Schedule names any importable function and its arguments, and the workers run it: an
+# admin who could edit one could run anything on every worker (issue 9). Schedules come
+# from migrations only (deploys 0003, audit 0005). Resubmitting a task by hand is gone too:
+# a deploy is requested and approved on its pages, never replayed from the admin.
+for _model in (Schedule, Success, Failure, OrmQ):
+    if admin.site.is_registered(_model):
+        _base = type(admin.site.get_model_admin(_model))
+        admin.site.unregister(_model)
+        admin.site.register(
+            _model,
+            type(f"ReadOnly{_base.__name__}", (ReadOnlyAdmin, _base), {"actions": []}),
+        )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import stat
+from pathlib import Path
 
 
 def envbool(name: str, default: bool) -> bool:
@@ -32,10 +36,45 @@ def envstr(name: str, default: str) -> str:
     return os.environ.get(name) or default
 
 
+class SettingsError(Exception):
+    """A setting that cannot be used as given; the message says what to do."""
+
+
 def envsecret(name: str, default: str) -> str:
     """Read a secret from NAME, or from the file named by NAME_FILE (for systemd credentials)."""
     path = os.environ.get(f"{name}_FILE")
     if path:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read().strip()
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return fh.read().strip()
+        except OSError as exc:
+            raise SettingsError(f"{name}_FILE={path}: cannot read it ({exc.strerror})") from None
     return os.environ.get(name) or default
+
+
+def generated_secret(path: Path) -> str:
+    """The secret kept in `path`, created on first use (random, mode 0600).
+
+    Written whole to a temp file and hard-linked into place, so two processes starting at
+    once end up with the same secret; a file others can read is refused (anyone who reads
+    the secret key can forge sessions and password-reset links)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        temp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="ascii") as fh:
+                fh.write(secrets.token_urlsafe(50) + "\n")
+            with contextlib.suppress(FileExistsError):  # another process was first: use its
+                os.link(temp, path)
+        finally:
+            temp.unlink(missing_ok=True)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        raise SettingsError(
+            f"{path} is readable or writable by others (mode {mode:04o}): run `chmod 600 {path}`"
+        )
+    text = path.read_text(encoding="ascii").strip()
+    if len(text) < 50:
+        raise SettingsError(f"{path} holds no usable secret key (50 characters or more)")
+    return text

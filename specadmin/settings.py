@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 
-from specadmin.env import envbool, envint, envsecret, envstr
+from specadmin.env import envbool, envint, envsecret, envstr, generated_secret
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("SPECADMIN_VAR_DIR", str(BASE_DIR / "var")))
 
-SECRET_KEY = envsecret("SECRET_KEY", "dev-only-insecure-key-change-me")
+# No built-in default: SECRET_KEY / SECRET_KEY_FILE, else one generated on first run into
+# var/secret_key (mode 0600) and kept there (issue 9; docs/operations.md "Secrets").
+SECRET_KEY = envsecret("SECRET_KEY", "") or generated_secret(VAR_DIR / "secret_key")
 DEBUG = envbool("DEBUG", False)
 ALLOWED_HOSTS = [h for h in envstr("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
 
@@ -30,6 +33,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_q",
+    # Login throttling (https://django-axes.readthedocs.io/en/latest/2_installation.html).
+    "axes",
     "linting",
     "units",
     "audit",
@@ -48,7 +53,25 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as the axes docs ask: it turns a lockout into the lockout response.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# django-axes first: it refuses a locked-out login before any password is checked
+# (https://django-axes.readthedocs.io/en/latest/2_installation.html).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# After AXES_FAILURE_LIMIT failed logins for one username, or from one address, logins
+# for it / from it are refused (HTTP 429) for AXES_COOLOFF_TIME, even with the right
+# password; `manage.py axes_reset` lifts it (https://django-axes.readthedocs.io/en/latest/
+# 4_configuration.html). Behind a proxy, REMOTE_ADDR is the proxy: see docs/operations.md.
+AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # no banner on every manage.py command; lockouts are still logged
 
 ROOT_URLCONF = "specadmin.urls"
 
@@ -95,8 +118,15 @@ def _database() -> dict:
 DATABASES = {"default": _database()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Django's standard validators (docs: topics/auth/passwords, "Enabling password validation").
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": 12},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
 LANGUAGE_CODE = "en-us"
@@ -111,6 +141,24 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 WHITENOISE_USE_FINDERS = True
 STATICFILES_DIRS = [BASE_DIR / "static"]
 LOGIN_URL = "/accounts/login/"
+
+# Served over TLS (SPECADMIN_TLS=1, or behind a proxy that sets SPECADMIN_PROXY_SSL_HEADER,
+# e.g. X-Forwarded-Proto): cookies only over HTTPS, HTTP redirected, HSTS. `manage.py check
+# --deploy` is clean then (docs: howto/deployment/checklist; ref/settings SECURE_*).
+SPECADMIN_TLS = envbool("SPECADMIN_TLS", False)
+_PROXY_SSL_HEADER = envstr("SPECADMIN_PROXY_SSL_HEADER", "")
+if _PROXY_SSL_HEADER:
+    # Only when the proxy always sets (or strips) this header: a client could send it too.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _PROXY_SSL_HEADER.upper().replace("-", "_"), "https")
+if SPECADMIN_TLS or _PROXY_SSL_HEADER:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", True)
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
 LOGIN_REDIRECT_URL = "/"
 
 _REDIS_URL = envstr("REDIS_URL", "")

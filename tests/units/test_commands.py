@@ -117,8 +117,8 @@ def test_lint_profiles_unknown_name_is_an_input_error(alice) -> None:  # type: i
     assert report.exit_code(fail_on=report.findings[0].severity if report.findings else 3) == 2
 
 
-def test_lint_profiles_without_names_lints_every_active_profile(alice) -> None:  # type: ignore[no-untyped-def]
-    run("loaddemo")
+def test_lint_profiles_without_names_lints_every_active_profile(db) -> None:  # type: ignore[no-untyped-def]
+    run("loaddemo")  # on a database without real users (loaddemo refuses those)
     report = lint_profiles(None, LintOptions())
     assert [fr.path for fr in report.files] == [
         "profile:vllm-kimi-k25-int4@v1",

@@ -1,6 +1,11 @@
 """`manage.py loaddemo`: the demo account the README names, the roles, and the seed
 deployment's two profiles (idempotent; `make run` calls it).
 
+Demo data only: a database with any user besides the demo accounts is a real one, and
+loaddemo refuses it (exit 1; `--skip-if-real-users` makes that a one-line note and exit 0,
+which is what `make run` uses), so a known password never lands in a real installation.
+Every run says plainly that the demo account is for the demo only.
+
 The profiles are the seed's Kimi-K2.5 INT4 baseline and the n-gram variant that was cloned
 beside it (so the baseline stayed available as the fallback). Existing rows are left
 unchanged: running it again never adds versions or overwrites an operator's edits.
@@ -11,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from units.models import ServiceProfile
@@ -20,6 +25,8 @@ from units.services import profile_clone, profile_create, profile_update
 
 DEMO_USERNAME = "admin"
 DEMO_PASSWORD = "specadmin-demo"
+# Every account loaddemo may create; any other user makes the database a real one.
+DEMO_USERNAMES = (DEMO_USERNAME, "approver")
 
 BASELINE_NAME = "vllm-kimi-k25-int4"
 NGRAM_NAME = "vllm-kimi-k25-int4-ngram"
@@ -63,8 +70,29 @@ NGRAM_CHANGES: dict[str, Any] = {
 class Command(BaseCommand):
     help = "Load demo data (idempotent): demo admin, roles, the seed's two Kimi-K2.5 profiles."
 
-    def handle(self, *args: object, **options: object) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--skip-if-real-users",
+            action="store_true",
+            help="on a database with real users, say so and exit 0 instead of failing",
+        )
+
+    def handle(self, *args: object, skip_if_real_users: bool = False, **options: object) -> None:
         user_model = get_user_model()
+        real = list(
+            user_model.objects.exclude(username__in=DEMO_USERNAMES)
+            .order_by("username")
+            .values_list("username", flat=True)[:5]
+        )
+        if real:
+            message = (
+                f"this database has real users ({', '.join(real)}): loaddemo only fills a "
+                "demo database with its demo account and known password; nothing was changed"
+            )
+            if skip_if_real_users:
+                self.stdout.write(f"loaddemo skipped: {message}")
+                return
+            raise CommandError(message, returncode=1)
         user, created = user_model.objects.get_or_create(
             username=DEMO_USERNAME, defaults={"is_staff": True, "is_superuser": True}
         )
@@ -78,6 +106,13 @@ class Command(BaseCommand):
         self.stdout.write("roles: viewer, operator, approver, admin")
         with transaction.atomic():
             self._profiles(user)
+        self.stdout.write(
+            self.style.WARNING(
+                f"DEMO ONLY: log in as {DEMO_USERNAME} / {DEMO_PASSWORD}. This account and "
+                "password are published in the README: before real use, create your own "
+                "superuser (manage.py createsuperuser) and delete this one."
+            )
+        )
 
     def _profiles(self, user: Any) -> None:
         baseline = ServiceProfile.objects.filter(name=BASELINE_NAME).first()
