@@ -22,7 +22,13 @@ if os.environ.get("CI"):
 
 
 @pytest.fixture(autouse=True)
-def _audit_checkpoints_per_test(settings, tmp_path):
+def _audit_checkpoints_per_test(request: pytest.FixtureRequest, tmp_path) -> None:
     """Each test's audit chain has its own checkpoint file (a shared one would hold
-    checkpoints of other tests' databases, which contradict this test's chain)."""
+    checkpoints of other tests' databases, which contradict this test's chain).
+
+    Only where Django is loaded: the `gpu` tests run on GPU machines with
+    `-p no:django` (no project dependencies there)."""
+    if not request.config.pluginmanager.hasplugin("django"):
+        return
+    settings = request.getfixturevalue("settings")
     settings.AUDIT_CHECKPOINT_FILE = str(tmp_path / "audit-checkpoints.jsonl")
