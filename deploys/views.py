@@ -40,6 +40,7 @@ from deploys.permissions import (
 from deploys.services import deploy_requests, hosts, unit_adoptions
 from deploys.transports import TransportError
 from specadmin.access import requires
+from units.masking import can_see_secrets, mask_text
 
 PAGE_SIZE = 50
 
@@ -326,20 +327,27 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     overdue = pending and deploy.expires_at <= timezone.now()
     own = deploy.requested_by_id == user.pk
     refusal = approvals.decision_refusal(deploy, user) if pending else None
+    # A viewer sees secrets masked (units.masking); approvers see the unit as it runs.
+    shown = (lambda text: text) if can_see_secrets(user) else mask_text
     diff = selectors.unit_diff(
-        old=deploy.host_unit_text if deploy.host_unit_sha256 else None,
-        new=deploy.unit_text,
+        old=shown(deploy.host_unit_text) if deploy.host_unit_sha256 else None,
+        new=shown(deploy.unit_text),
         unit_name=deploy.unit_name,
         host_name=deploy.host.name,
     )
+    findings = [{**f, "message": shown(str(f.get("message", "")))} for f in deploy.lint_findings]
+    steps = list(selectors.deploy_request_steps(request=deploy))
+    for step in steps:
+        step.log = shown(step.log)
     return render(
         request,
         "deploys/request_detail.html",
         {
             "deploy": deploy,
             "diff_lines": selectors.diff_lines(diff),
-            "findings": deploy.lint_findings,
-            "steps": selectors.deploy_request_steps(request=deploy),
+            "findings": findings,
+            "unit_text": shown(deploy.unit_text),
+            "steps": steps,
             "overdue": overdue,
             "own": own,
             "refusal": refusal,

@@ -48,7 +48,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ),
     ("speculative", "Speculative decoding", ("spec_method", *SPEC_FIELDS)),
     ("extra", "Extra arguments", ("extra_args",)),
-    ("environment", "Environment", ("environment",)),
+    ("environment", "Environment", ("environment", "environment_file")),
     (
         "systemd",
         "systemd",
@@ -89,6 +89,7 @@ LABELS: dict[str, str] = {
     "spec_draft_tensor_parallel_size": "Draft tensor parallel size",
     "extra_args": "Extra arguments",
     "environment": "Environment variables",
+    "environment_file": "Secrets file on the host",
     "user": "User",
     "group": "Group",
     "working_directory": "Working directory",
@@ -115,7 +116,11 @@ HELP: dict[str, str] = {
     "spec_method": "Methods offered are those the target vLLM version accepts.",
     "extra_args": "One argument per line: an option and its value on separate lines "
     "(or --option=value).",
-    "environment": "One NAME=value per line. GPUs are set above, not here.",
+    "environment": "One NAME=value per line. GPUs are set above, not here. Secrets go in "
+    "the file below, not here.",
+    "environment_file": "EnvironmentFile=: an absolute path on the host to a root-only file "
+    "of NAME=value lines, e.g. HF_TOKEN=… or VLLM_API_KEY=… (what --api-key reads). The "
+    "service fails to start without it; specadmin never reads or shows it.",
     "gpu_free_wait_sec": "Bounded wait; must fit inside the start timeout.",
     "gpu_free_threshold_mib": "A GPU counts as free at or below this much used memory.",
     "target_vllm_version": "Flags and speculative methods are checked against this version.",

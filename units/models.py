@@ -76,6 +76,13 @@ class ServiceProfile(models.Model):
     spec_draft_tensor_parallel_size = models.PositiveIntegerField(null=True, blank=True)
     extra_args = models.JSONField(default=list, blank=True)
     environment = models.JSONField(default=dict, blank=True)
+    # Secrets (HF_TOKEN, VLLM_API_KEY for --api-key, …) stay on the host in this file;
+    # the unit names it with EnvironmentFile= and specadmin never reads or shows it.
+    environment_file = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="File on the host with NAME=value lines (EnvironmentFile=)",
+    )
     # how systemd runs it
     user = models.CharField(max_length=64, blank=True)
     group = models.CharField(max_length=64, blank=True)

@@ -29,6 +29,7 @@ STRING_FIELDS = frozenset(
         "user",
         "group",
         "working_directory",
+        "environment_file",
         "restart",
         "target_vllm_version",
     }

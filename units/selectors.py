@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from typing import Any
 
 from django.db.models import Q, QuerySet
 
 from units.models import PROFILE_FIELDS, ProfileVersion, ServiceProfile
+from units.profile_data import normalize_profile_data
 from units.unicode_text import split_lines_keepends
 
 NO_METHOD = "none"  # `method=` filter value for profiles without speculative decoding
@@ -88,15 +90,20 @@ def version_settings(version: ProfileVersion) -> list[tuple[str, Any]]:
 def version_field_diff(a: ProfileVersion, b: ProfileVersion) -> list[tuple[str, Any, Any]]:
     """(field, value in a, value in b) for every setting that differs, in field order."""
     keys = _setting_keys(a, b)
-    return [(k, a.data.get(k), b.data.get(k)) for k in keys if a.data.get(k) != b.data.get(k)]
+    # A setting added after a version was saved reads as its default there ("" not None).
+    old, new = normalize_profile_data(a.data), normalize_profile_data(b.data)
+    return [(k, old.get(k), new.get(k)) for k in keys if old.get(k) != new.get(k)]
 
 
-def version_unit_diff(a: ProfileVersion, b: ProfileVersion) -> str:
-    """Unified diff of the two rendered units ("" when identical)."""
+def version_unit_diff(
+    a: ProfileVersion, b: ProfileVersion, shown: Callable[[str], str] = str
+) -> str:
+    """Unified diff of the two rendered units ("" when identical); `shown` turns each
+    unit into what the reader may see (`units.masking.mask_text` for viewers)."""
     return "".join(
         difflib.unified_diff(
-            split_lines_keepends(a.unit_text),
-            split_lines_keepends(b.unit_text),
+            split_lines_keepends(shown(a.unit_text)),
+            split_lines_keepends(shown(b.unit_text)),
             fromfile=f"{a.profile.name}.service@v{a.number}",
             tofile=f"{b.profile.name}.service@v{b.number}",
         )

@@ -477,6 +477,20 @@ class _Checker:
                 f"Write the path plainly as {posixpath.normpath(path)!r}.",
             )
 
+    def environment_file(self) -> None:
+        path = self.data["environment_file"]
+        if not self.ok("environment_file") or not path:
+            return
+        bad = _control(path)
+        if bad:
+            self.add("environment_file", f"The path cannot contain {bad}.")
+        elif not path.startswith("/"):
+            self.add("environment_file", "Give an absolute path on the host (starting with “/”).")
+        elif any(c in path for c in "'\"\\ "):
+            self.add("environment_file", "The path cannot contain quotes, “\\” or spaces.")
+        elif posixpath.normpath(path) != path or path.startswith("//"):
+            self.add("environment_file", f"Write the path plainly as {posixpath.normpath(path)!r}.")
+
     def restart(self) -> None:
         value = self.data["restart"]
         allowed = [c for c, _ in RESTART_CHOICES]
@@ -550,6 +564,7 @@ class _Checker:
             self.environment,
             self.user_group,
             self.working_directory,
+            self.environment_file,
             self.restart,
             self.gpu_wait,
         ):

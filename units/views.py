@@ -23,6 +23,7 @@ from specadmin.access import requires
 from units import selectors, services
 from units.field_texts import LABELS
 from units.forms import CloneForm, ProfileFilterForm, ProfileForm, method_fields
+from units.masking import can_see_secrets, mask_data, mask_preview, mask_text
 from units.models import ProfileVersion, ServiceProfile
 from units.preview import GENERAL, Issue, build_preview
 from units.profile_data import is_ascii_digits, profile_data
@@ -97,7 +98,7 @@ def profile_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "profile": profile,
             "latest": latest,
             "origin_latest": origin_latest,
-            "preview": build_preview(profile_data(profile)),
+            "preview": _for(request.user, build_preview(profile_data(profile))),
             "can_edit": can_edit(request.user),
             "can_add": request.user.has_perm(ADD),
         },
@@ -299,7 +300,9 @@ def _version(pk: int, number: int) -> ProfileVersion:
 def version_detail(request: HttpRequest, pk: int, number: int) -> HttpResponse:
     version = _version(pk, number)
     latest = selectors.profile_latest_version(profile=version.profile)
-    settings = [(LABELS.get(k, k), _show(v)) for k, v in selectors.version_settings(version)]
+    see = can_see_secrets(request.user)
+    data = version.data if see else mask_data(version.data)
+    settings = [(LABELS.get(k, k), _show(data[k])) for k, _ in selectors.version_settings(version)]
     return render(
         request,
         "units/version.html",
@@ -307,7 +310,11 @@ def version_detail(request: HttpRequest, pk: int, number: int) -> HttpResponse:
             "version": version,
             "profile": version.profile,
             "settings": settings,
-            "lines": list(enumerate(split_lines(version.unit_text), start=1)),
+            "lines": list(
+                enumerate(
+                    split_lines(version.unit_text if see else mask_text(version.unit_text)), 1
+                )
+            ),
             "is_latest": latest is not None and latest.pk == version.pk,
             "can_edit": can_edit(request.user) and not version.profile.archived,
         },
@@ -338,6 +345,11 @@ def object_id(text: str) -> int | None:
     if not is_ascii_digits(text) or len(text) > 18:
         return None
     return int(text)
+
+
+def _for(user: Any, preview: Any) -> Any:
+    """The preview as `user` may see it (secrets masked for viewers: units.masking)."""
+    return preview if can_see_secrets(user) else mask_preview(preview)
 
 
 def _show(value: Any) -> str:
@@ -371,11 +383,14 @@ def version_compare(request: HttpRequest) -> HttpResponse:
     a, b = found.get(ids[0]), found.get(ids[1])
     if a is None or b is None:
         raise Http404("No such version.")
+    see = can_see_secrets(request.user)
     fields = [
         (LABELS.get(k, k), _show(old), _show(new))
+        if see
+        else (LABELS.get(k, k), _show(mask_data({k: old})[k]), _show(mask_data({k: new})[k]))
         for k, old, new in selectors.version_field_diff(a, b)
     ]
-    diff = selectors.version_unit_diff(a, b)
+    diff = selectors.version_unit_diff(a, b, str if see else mask_text)
     return render(
         request,
         "units/compare.html",
