@@ -3,7 +3,7 @@ Exec commands and their exact argv), computed once per unit."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from linting.execline.command import (
@@ -22,6 +22,8 @@ from linting.execline.extract_word import Word
 from linting.execline.specifiers import UnitFacts, local_host_facts, specifier_values
 from linting.options import LintOptions
 from linting.shell.invocation import ShellInvocation, find_shell_script
+from linting.shell.scripts import ShellScript, dialect_for
+from linting.shell.shellcheck import PendingCheck
 from linting.unitfile import Assignment, UnitFile
 from linting.vllm.catalog import UnknownVllmVersion, load_catalog
 from linting.vllm.invocation import VllmArgs, parse_vllm_command
@@ -159,17 +161,47 @@ class UnitContext:
         return result
 
     @cached_property
+    def shell_scripts(self) -> list[tuple[Command, ShellScript]]:
+        """The scripts of `bash|sh|dash|ksh … -c SCRIPT` commands that ShellCheck can check,
+        as the shell receives them, with the unit's Environment= names exported."""
+        result = []
+        for cmd in self.commands:
+            found = shell_script(cmd)
+            if found is None:
+                continue
+            shell, arg = found
+            # `mksh` is a shell we recognise but not a ShellCheck dialect: check it as ksh.
+            dialect = dialect_for(shell.dialect)
+            if dialect is None:
+                continue
+            exported = tuple(sorted(self.environment))
+            result.append((cmd, ShellScript(arg.value, dialect, exported)))
+        return result
+
+    @cached_property
     def vllm_servers(self) -> list[VllmCommand]:
         """The unit's vLLM servers: its ExecStart= commands that run vLLM."""
         return [vc for vc in self.vllm_commands if vc.command.key == "ExecStart"]
 
 
 @dataclass
+class ShellCheckJob:
+    """A unit's `bash -c` script, handed to ShellCheck while the other rules run."""
+
+    unit: UnitContext
+    path: str  # the file of its Exec line (a drop-in, maybe)
+    script: ShellScript
+    check: PendingCheck
+
+
+@dataclass
 class RunContext:
-    """All units of one lint run, for checks that compare units (e.g. the same --port)."""
+    """All units of one lint run, for checks that compare units (e.g. the same --port),
+    and the ShellCheck work the engine started for them."""
 
     units: list[UnitContext]
     options: LintOptions
+    shellcheck_jobs: list[ShellCheckJob] = field(default_factory=list)
 
 
 def load_word(command: Command, word_index: int) -> Word:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import glob
 import sys
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
+from contextlib import nullcontext
 from pathlib import Path
 
-from linting.context import RunContext, UnitContext
+from linting.context import RunContext, ShellCheckJob, UnitContext
 from linting.findings import Finding, Hit
 from linting.options import LintOptions
 from linting.report import CommandInfo, FileReport, InputError, Report
 from linting.rules.registry import Rule, all_rules, selected
+from linting.shell.shellcheck import ShellCheckPool
 from linting.unitfile import UnitFile, parse_file, parse_text
 
 UNIT_SUFFIXES = (
@@ -105,27 +106,35 @@ def lint_units(units: list[UnitFile], options: LintOptions) -> Report:
     if not contexts:
         return Report()
     run = RunContext(contexts, options)
-    found: dict[int, list[Finding]] = {id(ctx): [] for ctx in contexts}
-    for ctx in contexts:
-        ctx.commands  # noqa: B018  (parse every Exec line once, before threads share them)
-    # ShellCheck runs in subprocesses: start it first and let it work while the other
-    # rules run in this thread (the wait releases the GIL), instead of one after the other.
-    background = [r for r in rules if r.code == "SC" and r.check_run is not None]
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = [pool.submit(_run_findings, r, run) for r in background]
-        for ctx in contexts:
-            for rule in rules:
-                if rule.check is not None:
-                    found[id(ctx)].extend(_unit_findings(rule, ctx))
+    shellcheck = options.shellcheck and any(r.code == "SC" for r in rules)
+    pool = ShellCheckPool(expected=len(contexts)) if shellcheck else None
+    with pool or nullcontext():
+        # One pass over the units: each unit's scripts go to ShellCheck as soon as its Exec
+        # lines are parsed, so ShellCheck runs on every core while the Python rules check
+        # this unit and the next ones (instead of one after the other).
+        found = {id(ctx): _unit_findings(ctx, rules, run, pool) for ctx in contexts}
+        if pool is not None:
+            pool.flush()
         for rule in rules:
-            if rule.check_run is not None and rule not in background:
-                for ctx, finding in _run_findings(rule, run):
-                    found[id(ctx)].append(finding)
-        for future in pending:
-            for ctx, finding in future.result():
-                found[id(ctx)].append(finding)
+            for ctx, hit in rule.check_run(run) if rule.check_run else ():
+                found[id(ctx)].append(finding(rule, ctx, hit))
+    return _report(contexts, found, {r.code for r in rules})
+
+
+def _unit_findings(
+    ctx: UnitContext, rules: list[Rule], run: RunContext, pool: ShellCheckPool | None
+) -> list[Finding]:
+    if pool is not None:
+        for cmd, script in ctx.shell_scripts:
+            check = pool.submit(script)
+            run.shellcheck_jobs.append(ShellCheckJob(ctx, cmd.assignment.path, script, check))
+    return [finding(rule, ctx, hit) for rule in rules if rule.check for hit in rule.check(ctx)]
+
+
+def _report(
+    contexts: list[UnitContext], found: dict[int, list[Finding]], active: set[str]
+) -> Report:
     report = Report()
-    active = {r.code for r in rules}
     for ctx in contexts:
         findings = _filter(ctx, found[id(ctx)], active)
         file_report = FileReport(ctx.unit.path, findings, _commands(ctx), dict(ctx.unit.sources))
@@ -155,17 +164,6 @@ def finding(rule: Rule, ctx: UnitContext, hit: Hit) -> Finding:
         fix=hit.fix,
         data=hit.data or {},
     )
-
-
-def _unit_findings(rule: Rule, ctx: UnitContext) -> Iterator[Finding]:
-    assert rule.check is not None
-    for hit in rule.check(ctx):
-        yield finding(rule, ctx, hit)
-
-
-def _run_findings(rule: Rule, run: RunContext) -> list[tuple[UnitContext, Finding]]:
-    assert rule.check_run is not None
-    return [(ctx, finding(rule, ctx, hit)) for ctx, hit in rule.check_run(run)]
 
 
 def _active(code: str, options: LintOptions) -> bool:

@@ -7,9 +7,10 @@ every derived string carries an `origins` list: for each character, where it cam
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import accumulate, chain, repeat
 from typing import NamedTuple, overload
 
 
@@ -49,7 +50,7 @@ class LineOrigins(Sequence[Pos]):
     __slots__ = ("line", "size", "start")
 
     def __init__(self, line: int, start: int, size: int) -> None:
-        self.line, self.start, self.size = line, start, max(size, 0)
+        self.line, self.start, self.size = line, start, size if size > 0 else 0
 
     def __len__(self) -> int:
         return self.size
@@ -59,16 +60,16 @@ class LineOrigins(Sequence[Pos]):
     @overload
     def __getitem__(self, index: slice) -> Sequence[Pos]: ...
     def __getitem__(self, index: int | slice) -> Pos | Sequence[Pos]:
-        if isinstance(index, slice):
-            first, stop, step = index.indices(self.size)
-            if step != 1:
-                return tuple(self)[index]
-            return LineOrigins(self.line, self.start + first, stop - first)
-        if index < 0:
-            index += self.size
-        if not 0 <= index < self.size:
-            raise IndexError("LineOrigins index out of range")
-        return Pos(self.line, self.start + index)
+        if not isinstance(index, slice):  # the common case first: one character
+            if index < 0:
+                index += self.size
+            if not 0 <= index < self.size:
+                raise IndexError("LineOrigins index out of range")
+            return Pos(self.line, self.start + index)
+        first, stop, step = index.indices(self.size)
+        if step != 1:
+            return tuple(self)[index]
+        return LineOrigins(self.line, self.start + first, stop - first)
 
     def __iter__(self) -> Iterator[Pos]:
         return map(Pos, repeat(self.line, self.size), range(self.start, self.start + self.size))
@@ -83,6 +84,95 @@ class LineOrigins(Sequence[Pos]):
 
     def __repr__(self) -> str:
         return f"LineOrigins(line={self.line}, start={self.start}, size={self.size})"
+
+
+class RunOrigins(Sequence[Pos]):
+    """Several `LineOrigins` runs one after the other: a value joined from continuation
+    lines, or a quoted word whose quotes and escapes were removed. Behaves like the tuple
+    it stands for, without creating a `Pos` per character."""
+
+    __slots__ = ("ends", "runs")
+
+    def __init__(self, runs: Sequence[LineOrigins]) -> None:
+        self.runs = tuple(runs)
+        self.ends = tuple(accumulate(len(r) for r in self.runs))
+
+    def __len__(self) -> int:
+        return self.ends[-1] if self.ends else 0
+
+    @overload
+    def __getitem__(self, index: int) -> Pos: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Pos]: ...
+    def __getitem__(self, index: int | slice) -> Pos | Sequence[Pos]:
+        size = len(self)
+        if isinstance(index, slice):
+            first, stop, step = index.indices(size)
+            if step != 1:
+                return tuple(self)[index]
+            return self._slice(first, stop)
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError("RunOrigins index out of range")
+        run = bisect_right(self.ends, index)
+        return self.runs[run][index - (self.ends[run - 1] if run else 0)]
+
+    def _slice(self, first: int, stop: int) -> Sequence[Pos]:
+        if first >= stop:
+            return ()
+        i = bisect_right(self.ends, first)  # the run holding `first`
+        j = bisect_right(self.ends, stop - 1)  # the run holding the last character
+        offset = self.ends[i - 1] if i else 0
+        if i == j:  # within one run (one physical line): the common case
+            return self.runs[i][first - offset : stop - offset]
+        last = self.runs[j][: stop - self.ends[j - 1]]
+        return RunOrigins([self.runs[i][first - offset :], *self.runs[i + 1 : j], last])
+
+    def __iter__(self) -> Iterator[Pos]:
+        return chain.from_iterable(self.runs)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def bounds(self) -> tuple[Pos, Pos]:
+        """The smallest and the largest position."""
+        return min(r[0] for r in self.runs), max(r[-1] for r in self.runs)
+
+    def __repr__(self) -> str:
+        return f"RunOrigins({list(self.runs)!r})"
+
+
+def joined_origins(pieces: Iterable[Sequence[Pos]]) -> Sequence[Pos]:
+    """The positions of several pieces one after the other. Runs of `LineOrigins` stay
+    lazy (adjacent ones on one line merge into one); anything else becomes a tuple."""
+    runs: list[LineOrigins] = []
+    lazy = True
+    parts = [p for p in pieces if len(p)]
+    for piece in parts:
+        if isinstance(piece, RunOrigins):
+            candidates: Iterable[LineOrigins] = piece.runs
+        elif isinstance(piece, LineOrigins):
+            candidates = (piece,)
+        else:
+            lazy = False
+            break
+        for run in candidates:
+            last = runs[-1] if runs else None
+            if last is not None and last.line == run.line and last.start + last.size == run.start:
+                runs[-1] = LineOrigins(last.line, last.start, last.size + run.size)
+            else:
+                runs.append(run)
+    if not lazy:
+        return tuple(chain.from_iterable(parts))
+    if not runs:
+        return ()
+    return runs[0] if len(runs) == 1 else RunOrigins(runs)
 
 
 @dataclass(frozen=True)
@@ -114,14 +204,19 @@ class Traced:
         points = self.origins[start:end]
         if isinstance(points, LineOrigins):
             return Span(points[0], points[-1].next())
+        if isinstance(points, RunOrigins):
+            low, high = points.bounds()
+            return Span(low, high.next())
         return Span(min(points), max(points).next())
 
     def strip(self, chars: str = " \t\n\r") -> Traced:
         text = self.text
         left = len(text) - len(text.lstrip(chars))
         right = len(text.rstrip(chars))
+        if left == 0 and right == len(text):
+            return self
         return self[left:right] if left < right else Traced("", ())
 
 
 def join(parts: list[Traced]) -> Traced:
-    return Traced("".join(p.text for p in parts), tuple(o for p in parts for o in p.origins))
+    return Traced("".join(p.text for p in parts), joined_origins(p.origins for p in parts))

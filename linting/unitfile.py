@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from linting.spans import LineOrigins, Pos, Span, Traced
+from linting.spans import LineOrigins, Pos, Span, Traced, joined_origins
 
 WHITESPACE = " \t\n\r"
 COMMENTS = "#;"
@@ -92,6 +92,10 @@ class UnitFile:
     problems: list[ParseProblem] = field(default_factory=list)
     # (path, line) -> codes disabled by a `# lintunits: disable=...` comment on the line above
     disabled: dict[tuple[str, int], set[str]] = field(default_factory=dict)
+    # (section, key) -> assignments in order; rebuilt after parse_text() appends more
+    _by_key: dict[tuple[str, str], list[Assignment]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def is_dropin_only(self) -> bool:
@@ -109,7 +113,11 @@ class UnitFile:
         return suffix or "service"
 
     def get_all(self, section: str, key: str) -> list[Assignment]:
-        return [a for a in self.assignments if a.section == section and a.name == key]
+        if self._by_key is None:
+            self._by_key = {}
+            for a in self.assignments:
+                self._by_key.setdefault((a.section, a.name), []).append(a)
+        return list(self._by_key.get((section, key), ()))
 
     def effective_list(self, section: str, key: str) -> list[Assignment]:
         """List-valued keys: an empty assignment resets everything before it."""
@@ -193,7 +201,15 @@ def _physical_lines(text: str) -> list[tuple[str, Sequence[Pos], int]]:
 def _joined_origins(pieces: list[tuple[str, Sequence[Pos]]]) -> Sequence[Pos]:
     if len(pieces) == 1:
         return pieces[0][1]
-    return tuple(o for _, orig in pieces for o in orig)
+    return joined_origins(orig for _, orig in pieces)
+
+
+def _ends_in_escape(line: str) -> bool:
+    """conf-parser.c walks the line with `escaped = !escaped && *p == '\\'`: the line
+    continues when it ends in an odd run of backslashes. (Earlier parts of a continued line
+    end in the space that replaced their backslash, so only this part matters.)"""
+    run = len(line) - len(line.rstrip("\\"))
+    return run % 2 == 1
 
 
 def _logical_lines(text: str) -> list[tuple[Traced, int]]:
@@ -209,11 +225,7 @@ def _logical_lines(text: str) -> list[tuple[Traced, int]]:
         else:
             continuation = [(raw, origins)]
             start_line = number
-        joined = "".join(part for part, _ in continuation)
-        escaped = False
-        for ch in joined:
-            escaped = False if escaped else ch == "\\"
-        if escaped:
+        if _ends_in_escape(raw):
             # The trailing backslash becomes a space and the line continues.
             last_text, last_origins = continuation[-1]
             continuation[-1] = (last_text[:-1] + " ", last_origins)
@@ -305,6 +317,7 @@ def parse_text(text: str, path: str, unit: UnitFile | None = None) -> UnitFile:
         key = line[:eq].strip()
         value = line[eq + 1 :].strip()
         unit.assignments.append(Assignment(section, key, value, path, first_line))
+    unit._by_key = None
     return unit
 
 

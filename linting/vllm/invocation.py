@@ -117,7 +117,14 @@ class VllmArgs:
     config_file: bool  # `--config FILE`: more options come from a file we cannot see
 
     def all(self, dest: str) -> list[ParsedOption]:
-        return [o for o in self.options if o.dest == dest]
+        return list(self._by_dest.get(dest, ()))
+
+    @cached_property
+    def _by_dest(self) -> dict[str, list[ParsedOption]]:
+        by_dest: dict[str, list[ParsedOption]] = {}
+        for option in self.options:
+            by_dest.setdefault(option.dest, []).append(option)
+        return by_dest
 
     def last(self, dest: str) -> ParsedOption | None:
         """argparse keeps the last occurrence of a plain option."""

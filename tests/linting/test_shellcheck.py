@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from linting import context
+from linting.engine import lint_paths, lint_text
+from linting.options import LintOptions
 from linting.shell import shellcheck as sc
 from linting.shell.positions import LineIndex
 from linting.shell.shellcheck import ShellCheckUnavailable, ShellScript, check_scripts
@@ -161,6 +164,36 @@ def test_all_scripts_are_checked_by_one_process(spawns: list[list[str]]) -> None
         assert finding.span == Span(Pos(10 + i, COL + i + 5), Pos(10 + i, COL + i + 9))
 
 
+def test_a_large_run_is_split_into_batches_run_side_by_side(spawns: list[list[str]]) -> None:
+    scripts = [ShellScript(traced(f"echo $foo{i}"), "bash") for i in range(200)]
+    with sc.ShellCheckPool(processes=2, expected=200) as pool:
+        pending = [pool.submit(script) for script in scripts]
+        pool.flush()
+        results = [check.result() for check in pending]
+    assert pool.batch_size == sc.MIN_BATCH
+    assert len(spawns) == -(-200 // sc.MIN_BATCH)
+    assert sorted(len([a for a in argv if a.endswith(".sh")]) for argv in spawns)[-1] == 32
+    assert all("SC2086" in codes(found) for found in results)
+    assert results == check_scripts(scripts)  # the same findings as one process gives
+
+
+def test_batches_shrink_to_keep_every_core_busy_to_the_end() -> None:
+    assert sc.batch_size(1000, 2) == 63  # 1000 scripts, 2 cores: 16 batches
+    assert sc.batch_size(6, 2) == sc.MIN_BATCH  # an ordinary run: one batch
+    assert sc.batch_size(10**7, 2) == sc.MAX_BATCH
+
+
+def test_a_script_submitted_twice_in_a_run_is_checked_once(spawns: list[list[str]]) -> None:
+    with sc.ShellCheckPool() as pool:
+        first = pool.submit(ShellScript(traced("echo $foo"), "bash"))
+        second = pool.submit(ShellScript(traced("echo $foo", line=9), "bash"))
+        pool.flush()
+        assert only(second.result(), "SC2086").span.start.line == 9
+        assert only(first.result(), "SC2086").span.start.line == LINE
+    assert len(spawns) == 1
+    assert len([a for a in spawns[0] if a.endswith(".sh")]) == 1
+
+
 def test_dialect_reaches_shellcheck_per_script() -> None:
     bash, posix = check_scripts(
         [ShellScript(traced("[[ -n $x ]]"), "bash"), ShellScript(traced("[[ -n $x ]]"), "sh")]
@@ -246,9 +279,35 @@ def test_line_index_clamps_and_splits_on_newline_only() -> None:
 # --- the SC rule inside a lint run ------------------------------------------------------
 
 
-def lint_codes_and_messages(text: str) -> list[tuple[str, str]]:
-    from linting.engine import lint_text
+def test_shellcheck_starts_while_later_units_are_still_unparsed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    parsed: list[int] = []
+    real_parse = context.parse_exec_value
 
+    def counting_parse(*args: object, **kwargs: object) -> object:
+        parsed.append(1)
+        return real_parse(*args, **kwargs)  # type: ignore[arg-type]
+
+    parsed_at_spawn: list[int] = []
+    real_run = sc.run_process
+
+    def noting_run(argv: list[str], cwd: str, timeout: float) -> subprocess.CompletedProcess[str]:
+        parsed_at_spawn.append(len(parsed))
+        return real_run(argv, cwd, timeout)
+
+    monkeypatch.setattr(context, "parse_exec_value", counting_parse)
+    monkeypatch.setattr(sc, "run_process", noting_run)
+    for i in range(300):
+        (tmp_path / f"u{i:03d}.service").write_text(
+            f"[Service]\nExecStart=/bin/bash -c 'echo $$foo{i}'\n", encoding="utf-8"
+        )
+    report = lint_paths([str(tmp_path)], LintOptions())
+    assert sum(f.code == "SC2086" for f in report.findings) == 300
+    assert parsed_at_spawn and min(parsed_at_spawn) < 300 / 2
+
+
+def lint_codes_and_messages(text: str) -> list[tuple[str, str]]:
     report = lint_text(text, "vllm.service")
     return [(f.code, f.message) for f in report.files[0].findings]
 

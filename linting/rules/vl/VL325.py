@@ -82,9 +82,12 @@ def duplicate_port(run: RunContext) -> Iterator[tuple[UnitContext, Hit]]:
     ```
     """
     listeners = [item for unit in run.units for item in _listeners(unit)]
+    by_port: dict[int, list[_Listener]] = {}
+    for item in listeners:
+        by_port.setdefault(item.port, []).append(item)
     for a in listeners:
-        for b in listeners:
-            if a is b or a.unit is b.unit or a.port != b.port or not _overlap(a.host, b.host):
+        for b in by_port[a.port]:
+            if a is b or a.unit is b.unit or not _overlap(a.host, b.host):
                 continue
             default = "" if a.explicit else f" (no --port: vLLM's default {DEFAULT_PORT})"
             yield (
