@@ -178,57 +178,70 @@ def _run(
     source: LintFunction | None,
     source_name: str,
 ) -> int:
-    parser = build_parser(prog)
-    args = parser.parse_args(list(argv))
-    if args.explain:
-        try:
-            text = explain(args.explain)
-        except LookupError:
-            stderr.write(f"{prog}: error: unknown rule code {args.explain!r} (see --list-rules)\n")
-            return EXIT_USAGE
-        stdout.write(text + "\n")
-        return EXIT_OK
-    if args.list_rules:
-        fmt = args.format or "text"
-        rules = all_rules()
-        stdout.write((list_rules_json(rules) if fmt == "json" else list_rules_text(rules)) + "\n")
-        return EXIT_OK
+    args = build_parser(prog).parse_args(list(argv))
     try:
-        config = load_config(args.config).values
-        options, fmt = _options(args, config)
+        if args.explain or args.list_rules:
+            stdout.write(_catalog_text(args) + "\n")
+            return EXIT_OK
+        options, fmt = _options(args, load_config(args.config).values)
+        _check_inputs(args, source, source_name)
     except (ConfigError, UsageError) as exc:
         stderr.write(f"{prog}: error: {exc}\n")
         return EXIT_USAGE
     if source is not None:
-        if args.fix or args.diff:
-            stderr.write(f"{prog}: error: --fix/--diff work on files, not on {source_name}\n")
-            return EXIT_USAGE
         report = source(list(args.paths), options)
-        stdout.write(render(report, fmt, show_argv=args.show_argv, rules=all_rules()))
-        _input_errors_to_stderr(report, fmt, prog, stderr)
-        return report.exit_code(options.fail_on)
-    if not args.paths:
-        stderr.write(f"{prog}: error: no input (give unit files, directories, globs or -)\n")
-        return EXIT_USAGE
-    if args.fix and "-" in args.paths:
-        stderr.write(f"{prog}: error: --fix cannot write to standard input; use --diff\n")
-        return EXIT_USAGE
-    report = lint_paths(args.paths, options)
-    if args.fix or args.diff:
-        texts = {p: s.text for fr in report.files for p, s in fr.sources.items()}
-        changed = fixed_texts(report.findings, texts)
-        if args.diff:
-            for path, new in sorted(changed.items()):
-                stdout.write(unified_diff(path, texts[path], new))
-            return EXIT_FINDINGS if changed else EXIT_OK
-        for path, new in changed.items():
-            Path(path).write_text(new, encoding="utf-8")
-        if changed:
-            stderr.write(f"fixed {len(changed)} file(s)\n")
-            report = lint_paths(args.paths, options)
+    elif args.diff:
+        return _show_diff(lint_paths(args.paths, options), stdout)
+    else:
+        report = lint_paths(args.paths, options)
+        if args.fix:
+            report = _apply_fixes(report, args.paths, options, stderr)
     stdout.write(render(report, fmt, show_argv=args.show_argv, rules=all_rules()))
     _input_errors_to_stderr(report, fmt, prog, stderr)
     return report.exit_code(options.fail_on)
+
+
+def _catalog_text(args: argparse.Namespace) -> str:
+    """`--explain CODE` or `--list-rules`."""
+    if args.explain:
+        try:
+            return explain(args.explain)
+        except LookupError:
+            raise UsageError(f"unknown rule code {args.explain!r} (see --list-rules)") from None
+    rules = all_rules()
+    return list_rules_json(rules) if args.format == "json" else list_rules_text(rules)
+
+
+def _check_inputs(args: argparse.Namespace, source: LintFunction | None, source_name: str) -> None:
+    if source is not None:
+        if args.fix or args.diff:
+            raise UsageError(f"--fix/--diff work on files, not on {source_name}")
+        return
+    if not args.paths:
+        raise UsageError("no input (give unit files, directories, globs or -)")
+    if args.fix and "-" in args.paths:
+        raise UsageError("--fix cannot write to standard input; use --diff")
+
+
+def _show_diff(report: Report, stdout: TextIO) -> int:
+    """`--diff`: the safe fixes as a unified diff; exit 1 when there is one."""
+    texts = {p: s.text for fr in report.files for p, s in fr.sources.items()}
+    changed = fixed_texts(report.findings, texts)
+    for path, new in sorted(changed.items()):
+        stdout.write(unified_diff(path, texts[path], new))
+    return EXIT_FINDINGS if changed else EXIT_OK
+
+
+def _apply_fixes(report: Report, paths: list[str], options: LintOptions, stderr: TextIO) -> Report:
+    """`--fix`: write the safe fixes, then lint again for what is left."""
+    texts = {p: s.text for fr in report.files for p, s in fr.sources.items()}
+    changed = fixed_texts(report.findings, texts)
+    for path, new in changed.items():
+        Path(path).write_text(new, encoding="utf-8")
+    if not changed:
+        return report
+    stderr.write(f"fixed {len(changed)} file(s)\n")
+    return lint_paths(paths, options)
 
 
 def _input_errors_to_stderr(report: Report, fmt: str, prog: str, stderr: TextIO) -> None:

@@ -50,33 +50,44 @@ def cunescape_one(text: str, start: int) -> tuple[str, int] | None:
     if c in _SIMPLE:
         return _SIMPLE[c], 1
     if c == "x":
-        digits = text[start + 1 : start + 3]
-        if len(digits) < 2 or any(d not in _HEX for d in digits):
-            return None
-        value = int(digits, 16)
-        if value == 0:  # systemd refuses NUL bytes
-            return None
-        return _byte(value), 3
+        return _hex_byte(text[start + 1 : start + 3])
     if c in "uU":
-        width = 4 if c == "u" else 8
-        digits = text[start + 1 : start + 1 + width]
-        if len(digits) < width or any(d not in _HEX for d in digits):
-            return None
-        value = int(digits, 16)
-        if value == 0 or value > 0x10FFFF:
-            return None
-        if c == "U" and not _unichar_is_valid(value):  # checked only for \U
-            return None
-        return chr(value), width + 1
+        return _unicode(c, text[start + 1 : start + 1 + (4 if c == "u" else 8)])
     if c in _OCT:
-        digits = text[start : start + 3]
-        if len(digits) < 3 or any(d not in _OCT for d in digits):
-            return None
-        value = int(digits, 8)
-        if value == 0 or value > 255:
-            return None
-        return _byte(value), 3
+        return _octal_byte(text[start : start + 3])
     return None
+
+
+def _hex_byte(digits: str) -> tuple[str, int] | None:
+    """`\\xHH`: exactly two hex digits; systemd refuses NUL bytes."""
+    if len(digits) < 2 or any(d not in _HEX for d in digits):
+        return None
+    value = int(digits, 16)
+    return (_byte(value), 3) if value else None
+
+
+def _unicode(letter: str, digits: str) -> tuple[str, int] | None:
+    """`\\uXXXX` / `\\UXXXXXXXX`: no NUL, nothing above U+10FFFF, and for `\\U` only
+    valid characters."""
+    width = 4 if letter == "u" else 8
+    if len(digits) < width or any(d not in _HEX for d in digits):
+        return None
+    value = int(digits, 16)
+    if value == 0 or value > 0x10FFFF:
+        return None
+    if letter == "U" and not _unichar_is_valid(value):  # checked only for \U
+        return None
+    return chr(value), width + 1
+
+
+def _octal_byte(digits: str) -> tuple[str, int] | None:
+    """`\\NNN`: exactly three octal digits, 1..255."""
+    if len(digits) < 3 or any(d not in _OCT for d in digits):
+        return None
+    value = int(digits, 8)
+    if value == 0 or value > 255:
+        return None
+    return _byte(value), 3
 
 
 def to_bytes(word: str) -> bytes:

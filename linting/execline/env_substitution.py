@@ -50,33 +50,36 @@ def split_value(value: str) -> list[str]:
             i += 1
         if i >= n:
             return words
-        out: list[str] = []
-        quote = ""
-        while i < n:
-            c = value[i]
-            if c == "\\" and i + 1 < n:
+        word, i = _relaxed_word(value, i)
+        words.append(word)
+
+
+def _relaxed_word(value: str, i: int) -> tuple[str, int]:
+    """One word of `split_value` starting at `i`; returns it and the index after it."""
+    out: list[str] = []
+    quote = ""
+    n = len(value)
+    while i < n:
+        c = value[i]
+        if c == "\\":
+            if i + 1 < n:
                 out.append(value[i + 1])
-                i += 2
-                continue
-            if c == "\\":
-                i += 1
-                continue
-            if quote:
-                if c == quote:
-                    quote = ""
-                else:
-                    out.append(c)
-                i += 1
-                continue
-            if c in "'\"":
-                quote = c
-                i += 1
-                continue
-            if c in " \t\n\r":
-                break
+            i += 2
+        elif quote:
+            if c != quote:
+                out.append(c)
+            else:
+                quote = ""
+            i += 1
+        elif c in "'\"":
+            quote = c
+            i += 1
+        elif c in " \t\n\r":
+            break
+        else:
             out.append(c)
             i += 1
-        words.append("".join(out))
+    return "".join(out), i
 
 
 def replace_braced(word: Traced, env: dict[str, str]) -> tuple[Traced, list[Substitution]]:

@@ -78,72 +78,85 @@ def _extract(text: Traced, pos: int, relax: bool) -> tuple[Word | None, int]:
 def _extract_quoted(text: Traced, start: int, relax: bool) -> tuple[Word, int]:
     """A word with quotes or backslashes: character runs between them are copied as
     slices (text and positions), only quotes and escapes are looked at one by one."""
-    s, origins = text.text, text.origins
-    n = len(s)
+    word = _WordBuilder(text, start, relax)
+    s, n = text.text, len(text.text)
     pos = start
-    out: list[str] = []
-    pieces: list[Sequence[Pos]] = []
-    unknown: list[int] = []
-    quotes: list[QuoteRegion] = []
-    quote = ""
-    quote_open = -1
-    while True:
-        if pos >= n:
-            if quote:
-                raise ExtractError("Unbalanced quoting", quote_open)
-            word = Traced("".join(out), joined_origins(pieces))
-            return Word(word, start, pos, tuple(unknown), tuple(quotes)), pos
+    while pos < n:
         c = s[pos]
         if c == "\\":
-            if pos + 1 >= n:
-                # A trailing backslash: kept verbatim only in relaxed mode outside quotes.
-                if relax and not quote:
-                    out.append("\\")
-                    pieces.append(origins[pos : pos + 1])
-                    unknown.append(pos)
-                    pos += 1
-                    continue
-                if quote:
-                    raise ExtractError("Unbalanced quoting", quote_open)
-                raise _Strict(pos)
-            decoded = cunescape_one(s, pos + 1)
-            if decoded is None:
-                if not relax:
-                    raise _Strict(pos)
-                out.extend(("\\", s[pos + 1]))
-                pieces.append(origins[pos : pos + 2])
-                unknown.append(pos)
-                pos += 2
-                continue
-            chars, consumed = decoded
-            out.append(chars)
-            pieces.append(origins[pos : pos + 1])
-            pos += 1 + consumed
-            continue
-        if quote:
-            if c == quote:
-                quotes.append(QuoteRegion(quote, quote_open, pos))
-                quote = ""
+            pos = word.escape(pos)
+        elif word.quote:
+            if c == word.quote:
+                word.quotes.append(QuoteRegion(word.quote, word.quote_open, pos))
+                word.quote = ""
                 pos += 1
-                continue
-            run = _QUOTED_RUN[quote].match(s, pos)
+            else:
+                pos = word.run(_QUOTED_RUN[word.quote], pos)
         elif c in "'\"":
-            quote = c
-            quote_open = pos
+            word.quote, word.quote_open = c, pos
             pos += 1
-            continue
         elif c in WHITESPACE:
-            end = pos
-            while pos < n and s[pos] in WHITESPACE:
-                pos += 1
-            word = Traced("".join(out), joined_origins(pieces))
-            return Word(word, start, end, tuple(unknown), tuple(quotes)), pos
+            after = pos
+            while after < n and s[after] in WHITESPACE:
+                after += 1
+            return word.finish(pos), after
         else:
-            run = _SIMPLE_WORD.match(s, pos)
-        assert run is not None  # c is an ordinary character here
-        out.append(run.group())
-        pieces.append(origins[pos : run.end()])
-        pos = run.end()
+            pos = word.run(_SIMPLE_WORD, pos)
+    if word.quote:
+        raise ExtractError("Unbalanced quoting", word.quote_open)
+    return word.finish(pos), pos
+
+
+class _WordBuilder:
+    """The state of `_extract_quoted`: the decoded text so far, its file positions, the
+    quote being read, the unknown escapes and quote regions seen."""
+
+    def __init__(self, text: Traced, start: int, relax: bool) -> None:
+        self.text, self.start, self.relax = text, start, relax
+        self.out: list[str] = []
+        self.pieces: list[Sequence[Pos]] = []
+        self.unknown: list[int] = []
+        self.quotes: list[QuoteRegion] = []
+        self.quote = ""
+        self.quote_open = -1
+
+    def run(self, pattern: re.Pattern[str], pos: int) -> int:
+        """Copy the ordinary characters at `pos` in one slice."""
+        match = pattern.match(self.text.text, pos)
+        assert match is not None  # the caller saw an ordinary character here
+        self.add(match.group(), pos, match.end())
+        return match.end()
+
+    def add(self, chars: str, start: int, end: int) -> None:
+        self.out.append(chars)
+        self.pieces.append(self.text.origins[start:end])
+
+    def escape(self, pos: int) -> int:
+        """The backslash at `pos`: a C escape, or (relaxed) kept as written."""
+        s = self.text.text
+        if pos + 1 >= len(s):
+            # A trailing backslash: kept verbatim only in relaxed mode outside quotes.
+            if self.quote:
+                raise ExtractError("Unbalanced quoting", self.quote_open)
+            if not self.relax:
+                raise _Strict(pos)
+            self.add("\\", pos, pos + 1)
+            self.unknown.append(pos)
+            return pos + 1
+        decoded = cunescape_one(s, pos + 1)
+        if decoded is None:
+            if not self.relax:
+                raise _Strict(pos)
+            self.add("\\" + s[pos + 1], pos, pos + 2)
+            self.unknown.append(pos)
+            return pos + 2
+        chars, consumed = decoded
+        self.add(chars, pos, pos + 1)
+        return pos + 1 + consumed
+
+    def finish(self, end: int) -> Word:
+        decoded = Traced("".join(self.out), joined_origins(self.pieces))
+        return Word(decoded, self.start, end, tuple(self.unknown), tuple(self.quotes))
 
 
 def extract_first_word(

@@ -27,36 +27,42 @@ def shell_name(arg: str) -> str | None:
 def find_shell_script(argv: list[str]) -> ShellInvocation | None:
     """`bash -c S`, `bash -ec S`, `bash -o pipefail -c S`, `/usr/bin/env bash -c S`,
     `env VAR=1 sh -c S`. The script is the first non-option argument after `-c`."""
-    i = 0
-    if argv and posixpath.basename(argv[0]) == "env":
-        i = 1
-        while i < len(argv) and (argv[i].startswith("-") or _ENV_ASSIGNMENT.match(argv[i])):
-            i += 1
-    if i >= len(argv):
+    shell_index = _after_env(argv)
+    if shell_index >= len(argv):
         return None
-    dialect = shell_name(argv[i])
+    dialect = shell_name(argv[shell_index])
     if dialect is None:
         return None
-    shell_index = i
-    i += 1
+    seen_c, i = _shell_options(argv, shell_index + 1)
+    if not seen_c or i >= len(argv):
+        return None
+    return ShellInvocation(dialect, shell_index, i)
+
+
+def _after_env(argv: list[str]) -> int:
+    """The index of the program `env [-OPTION…] [NAME=VALUE…]` runs (0 without `env`)."""
+    if not argv or posixpath.basename(argv[0]) != "env":
+        return 0
+    i = 1
+    while i < len(argv) and (argv[i].startswith("-") or _ENV_ASSIGNMENT.match(argv[i])):
+        i += 1
+    return i
+
+
+def _shell_options(argv: list[str], i: int) -> tuple[bool, int]:
+    """Walk the shell's options from `i`: (whether `-c` was among them, the index of the
+    first argument that is not an option)."""
     seen_c = False
     while i < len(argv):
         arg = argv[i]
         if arg == "--":
-            i += 1
-            break
+            return seen_c, i + 1
         if arg in _OPTIONS_WITH_ARGUMENT:
             i += 2
             continue
         if len(arg) > 1 and arg[0] in "-+" and not arg.startswith("--"):
-            if arg[0] == "-" and "c" in arg[1:]:
-                seen_c = True
-            i += 1
-            continue
-        if arg.startswith("--"):  # long options such as --norc, --login
-            i += 1
-            continue
-        break
-    if not seen_c or i >= len(argv):
-        return None
-    return ShellInvocation(dialect, shell_index, i)
+            seen_c = seen_c or (arg[0] == "-" and "c" in arg[1:])
+        elif not arg.startswith("--"):  # long options such as --norc, --login are skipped
+            break
+        i += 1
+    return seen_c, i

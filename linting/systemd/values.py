@@ -251,69 +251,87 @@ def parse_time(value: str, default_unit: int = USEC_PER_SEC) -> int | ValueProbl
             q = p + len("infinity") + (len(rest) - len(rest.lstrip(_WHITESPACE)))
             return ValueProblem(f"Unexpected text after 'infinity': {value[q:]!r}", q, len(value))
         return USEC_INFINITY
-
     total = 0
     something = False
     while True:
         while p < len(value) and value[p] in _WHITESPACE:
             p += 1
         if p >= len(value):
-            if not something:
-                return ValueProblem("Empty time span", 0, len(value))
-            return total
-        token_start = p
-        if value[p] == "-":  # 'Don't allow "-0"'
-            return ValueProblem("Negative time spans are not allowed", p, _token_end(value, p))
-        number, e, _ = _strtol(value, p, 10)
-        if number < 0:
-            return ValueProblem("Negative time spans are not allowed", p, _token_end(value, p))
-        if number > _LLONG_MAX:
-            return ValueProblem("Time span out of range", p, _token_end(value, p))
-        if e < len(value) and value[e] == ".":
-            p = e + 1
-            while p < len(value) and value[p] in _DIGITS:
-                p += 1
-        elif e == p:
-            return ValueProblem(
-                f"Expected a number, found {value[p : _token_end(value, p)]!r}",
-                p,
-                _token_end(value, p),
-            )
-        else:
-            p = e
-        q = p
-        while q < len(value) and value[q] in _WHITESPACE:
-            q += 1
-        s, multiplier = _extract_multiplier(value, q)
-        if multiplier is None:
-            multiplier = default_unit
-        if s == p and s < len(value):
-            # 'Don't allow "12.34.56", but accept "12.34 .56" or "12.34s.56"'
-            return ValueProblem(
-                f"Unknown time unit {value[p : _token_end(value, p)]!r}",
-                p,
-                _token_end(value, p),
-            )
-        p = s
-        if number >= USEC_INFINITY // multiplier:
-            return ValueProblem("Time span out of range", token_start, p)
-        k = number * multiplier
-        if k >= USEC_INFINITY - total:
-            return ValueProblem("Time span out of range", token_start, p)
-        total += k
+            return total if something else ValueProblem("Empty time span", 0, len(value))
+        step = _time_component(value, p, total, default_unit)
+        if isinstance(step, ValueProblem):
+            return step
+        p, total = step
         something = True
-        if e < len(value) and value[e] == ".":
-            m = multiplier // 10
-            b = e + 1
-            while b < len(value) and value[b] in _DIGITS:
-                k = int(value[b]) * m
-                if k >= USEC_INFINITY - total:
-                    return ValueProblem("Time span out of range", token_start, p)
-                total += k
-                b += 1
-                m //= 10
-            if b == e + 1:  # 'Don't allow "0.-0", "3.+1", "3. 1", "3.sec" or "3.hoge"'
-                return ValueProblem("Expected digits after '.'", e, e + 1)
+
+
+def _time_component(
+    value: str, p: int, total: int, default_unit: int
+) -> tuple[int, int] | ValueProblem:
+    """One `<number>[.<digits>][ ]<unit>` at `p`, added to `total`: (next position, new
+    total) — one pass of parse_time()'s loop."""
+    token_start = p
+    parsed = _time_number(value, p)
+    if isinstance(parsed, ValueProblem):
+        return parsed
+    number, e, p = parsed
+    q = p
+    while q < len(value) and value[q] in _WHITESPACE:
+        q += 1
+    s, multiplier = _extract_multiplier(value, q)
+    if s == p and s < len(value):
+        # 'Don't allow "12.34.56", but accept "12.34 .56" or "12.34s.56"'
+        unit_end = _token_end(value, p)
+        return ValueProblem(f"Unknown time unit {value[p:unit_end]!r}", p, unit_end)
+    multiplier = multiplier or default_unit
+    if number >= USEC_INFINITY // multiplier or number * multiplier >= USEC_INFINITY - total:
+        return ValueProblem("Time span out of range", token_start, s)
+    total += number * multiplier
+    if e < len(value) and value[e] == ".":
+        fraction = _time_fraction(value, e, total, multiplier)
+        if fraction is None:
+            return ValueProblem("Time span out of range", token_start, s)
+        if isinstance(fraction, ValueProblem):
+            return fraction
+        total = fraction
+    return s, total
+
+
+def _time_number(value: str, p: int) -> tuple[int, int, int] | ValueProblem:
+    """The number at `p`: (its integer part, where that ends, where its digits end)."""
+    end = _token_end(value, p)
+    if value[p] == "-":  # 'Don't allow "-0"'
+        return ValueProblem("Negative time spans are not allowed", p, end)
+    number, e, _ = _strtol(value, p, 10)
+    if number < 0:
+        return ValueProblem("Negative time spans are not allowed", p, end)
+    if number > _LLONG_MAX:
+        return ValueProblem("Time span out of range", p, end)
+    if e < len(value) and value[e] == ".":
+        p = e + 1
+        while p < len(value) and value[p] in _DIGITS:
+            p += 1
+        return number, e, p
+    if e == p:
+        return ValueProblem(f"Expected a number, found {value[p:end]!r}", p, end)
+    return number, e, e
+
+
+def _time_fraction(value: str, dot: int, total: int, multiplier: int) -> int | ValueProblem | None:
+    """The digits after the `.` at `dot`, each worth a tenth of the one before; None when
+    the sum overflows."""
+    m = multiplier // 10
+    b = dot + 1
+    while b < len(value) and value[b] in _DIGITS:
+        k = int(value[b]) * m
+        if k >= USEC_INFINITY - total:
+            return None
+        total += k
+        b += 1
+        m //= 10
+    if b == dot + 1:  # 'Don't allow "0.-0", "3.+1", "3. 1", "3.sec" or "3.hoge"'
+        return ValueProblem("Expected digits after '.'", dot, dot + 1)
+    return total
 
 
 # --- config_parse_* validators --------------------------------------------------------

@@ -197,32 +197,43 @@ class VllmCatalog:
         if not word.startswith("-") or word in ("-", "--"):
             return None
         if word.startswith("--"):
-            key, eq, value = word.partition("=")
-            inline = value if eq else None
-            normalised = self._normalise(key)
-            path: tuple[str, ...] = ()
-            if self.parser.dotted_json_keys and "." in normalised:
-                normalised, _, rest = normalised.partition(".")
-                path = tuple(p for p in rest.removesuffix("+").split(".") if p)
-            found = self._lookup(normalised)
-            if found is None:
-                return None
-            spec, name, how = found
-            if how == "exact" and normalised != key.partition(".")[0]:
-                how = "normalised"
-            return FlagMatch(spec, name, how, inline, path)
-        # single dash
-        if word.startswith("-O") and not self._by_name.get(word) and self.parser.dash_o_rewrite:
-            level = word[3:] if word[2:3] == "=" else word[2:]
-            if word[2:3] != "." and level:
-                if self.parser.dash_o_rewrite == "-O.level":
-                    spec = self._by_name.get("-O")
-                    if spec is not None:
-                        return FlagMatch(spec, "-O", "dash_o", level, ("level",))
-                else:
-                    spec = self._by_name.get(self.parser.dash_o_rewrite)
-                    if spec is not None:
-                        return FlagMatch(spec, spec.canonical, "dash_o", level)
+            return self._long_option(word)
+        return self._dash_o(word) or self._short_option(word)
+
+    def _long_option(self, word: str) -> FlagMatch | None:
+        """`--x`, `--x=v`, `--x_y` (FlexibleArgumentParser's `_` → `-`), a unique prefix,
+        `--json-arg.key` (from 0.11)."""
+        key, eq, value = word.partition("=")
+        inline = value if eq else None
+        normalised = self._normalise(key)
+        path: tuple[str, ...] = ()
+        if self.parser.dotted_json_keys and "." in normalised:
+            normalised, _, rest = normalised.partition(".")
+            path = tuple(p for p in rest.removesuffix("+").split(".") if p)
+        found = self._lookup(normalised)
+        if found is None:
+            return None
+        spec, name, how = found
+        if how == "exact" and normalised != key.partition(".")[0]:
+            how = "normalised"
+        return FlagMatch(spec, name, how, inline, path)
+
+    def _dash_o(self, word: str) -> FlagMatch | None:
+        """`-O3` → `-O.level=3` (0.11) or `--optimization-level 3` (0.16+)."""
+        rewrite = self.parser.dash_o_rewrite
+        if not word.startswith("-O") or self._by_name.get(word) or not rewrite:
+            return None
+        level = word[3:] if word[2:3] == "=" else word[2:]
+        if word[2:3] == "." or not level:
+            return None
+        if rewrite == "-O.level":
+            spec = self._by_name.get("-O")
+            return FlagMatch(spec, "-O", "dash_o", level, ("level",)) if spec else None
+        spec = self._by_name.get(rewrite)
+        return FlagMatch(spec, spec.canonical, "dash_o", level) if spec else None
+
+    def _short_option(self, word: str) -> FlagMatch | None:
+        """`-x`, `-x=v`, `-xVALUE` (argparse), `-x.key` (dotted JSON keys)."""
         if self.parser.dotted_json_keys and "." in word:
             key, _, rest = word.partition(".")
             rest, eq, value = rest.partition("=")

@@ -198,6 +198,7 @@ class _Parser:
 
     # -- one option ------------------------------------------------------------------
     def _option(self, i: int) -> int:
+        """Consume the option at argv[i] and its values; returns the next index."""
         word = self.argv[i]
         match = self.catalog.resolve_flag(word.text)
         if match is None:
@@ -214,21 +215,8 @@ class _Parser:
             return i + 1
         option = ParsedOption(match, word, i, [])
         self.options.append(option)
-        spec = match.spec
         if match.value is not None:
-            value = word[len(word) - len(match.value) :]
-            option.values.append(value)
-            option.inline = match.spelling not in ("short_concat", "dash_o")
-            if not spec.takes_value and not match.json_path:
-                self._problem(
-                    ArgProblemKind.UNEXPECTED_VALUE,
-                    value,
-                    f'`{match.name}` takes no value: argparse exits with "argument '
-                    f"{_names(spec)}: ignored explicit argument '{match.value}'\"",
-                    option,
-                )
-            else:
-                self._check_value(option, value)
+            self._inline_value(option)
             return i + 1
         if match.json_path:
             # FlexibleArgumentParser takes the next word whatever it looks like
@@ -238,10 +226,35 @@ class _Parser:
                 return i + 2
             self._missing(option)
             return i + 1
-        if not spec.takes_value:
+        if not match.spec.takes_value:
             return i + 1
-        nargs = spec.nargs
-        j = i + 1
+        j = self._values(option, i + 1)
+        for value in option.values:
+            self._check_value(option, value)
+        return j
+
+    def _inline_value(self, option: ParsedOption) -> None:
+        """`--x=v`, `-xV`, `-O3`: the value is part of the option word."""
+        match, word, spec = option.match, option.word, option.spec
+        assert match.value is not None
+        value = word[len(word) - len(match.value) :]
+        option.values.append(value)
+        option.inline = match.spelling not in ("short_concat", "dash_o")
+        if not spec.takes_value and not match.json_path:
+            self._problem(
+                ArgProblemKind.UNEXPECTED_VALUE,
+                value,
+                f'`{match.name}` takes no value: argparse exits with "argument '
+                f"{_names(spec)}: ignored explicit argument '{match.value}'\"",
+                option,
+            )
+        else:
+            self._check_value(option, value)
+
+    def _values(self, option: ParsedOption, j: int) -> int:
+        """The values after the option word as argparse's `nargs` takes them; returns the
+        index after the last one."""
+        nargs = option.spec.nargs
         if nargs in (None, "?") or isinstance(nargs, int):
             wanted = nargs if isinstance(nargs, int) else 1
             while len(option.values) < wanted and j < len(self.argv):
@@ -251,14 +264,13 @@ class _Parser:
                 j += 1
             if len(option.values) < wanted and nargs != "?":
                 self._missing(option)
-        else:  # "+" / "*"
-            while j < len(self.argv) and not looks_like_option(self.argv[j].text, self.catalog):
-                option.values.append(self.argv[j])
-                j += 1
-            if nargs == "+" and not option.values:
-                self._missing(option)
-        for value in option.values:
-            self._check_value(option, value)
+            return j
+        # "+" / "*"
+        while j < len(self.argv) and not looks_like_option(self.argv[j].text, self.catalog):
+            option.values.append(self.argv[j])
+            j += 1
+        if nargs == "+" and not option.values:
+            self._missing(option)
         return j
 
     def _unknown(self, word: Traced) -> None:
