@@ -31,20 +31,25 @@ def dataclass_fields(index: ModuleIndex, binding: Binding) -> list[FieldInfo]:
                 for f in dataclass_fields(index, b):
                     result[f.name] = f
     for stmt in node.body:
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            ann = ast.unparse(stmt.annotation)
-            if ann.startswith(("ClassVar", "typing.ClassVar", "InitVar")):
-                continue
-            init = True
-            if isinstance(stmt.value, ast.Call) and ast.unparse(stmt.value.func) in (
-                "field",
-                "dataclasses.field",
-                "Field",
-            ):
-                for kw in stmt.value.keywords:
-                    if kw.arg == "init" and isinstance(kw.value, ast.Constant):
-                        init = bool(kw.value.value)
-            result[stmt.target.id] = FieldInfo(
-                stmt.target.id, stmt.annotation, binding.module, stmt.value, stmt.lineno, init
-            )
+        field = _field(stmt, binding.module)
+        if field is not None:
+            result[field.name] = field
     return list(result.values())
+
+
+def _field(stmt: ast.stmt, module: str) -> FieldInfo | None:
+    """The field an annotated class-body statement declares (not ClassVar/InitVar)."""
+    if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+        return None
+    if ast.unparse(stmt.annotation).startswith(("ClassVar", "typing.ClassVar", "InitVar")):
+        return None
+    init = True
+    if isinstance(stmt.value, ast.Call) and ast.unparse(stmt.value.func) in (
+        "field",
+        "dataclasses.field",
+        "Field",
+    ):
+        for kw in stmt.value.keywords:
+            if kw.arg == "init" and isinstance(kw.value, ast.Constant):
+                init = bool(kw.value.value)
+    return FieldInfo(stmt.target.id, stmt.annotation, module, stmt.value, stmt.lineno, init)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import copy
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 from tools.vllm_catalog.kwargs_rules import KwargsRules
@@ -27,6 +28,52 @@ from tools.vllm_catalog.type_hints import union_members
 
 # The process that argparse sees for a systemd unit running `vllm serve MODEL`.
 SIMULATED_ARGV = ["vllm", "serve", "<model>"]
+
+
+def _assigns(stmt: ast.stmt, name: str) -> bool:
+    """Does this class-body statement bind `name` (`name: T = …` or `name = …`)?"""
+    if isinstance(stmt, ast.AnnAssign):
+        return isinstance(stmt.target, ast.Name) and stmt.target.id == name
+    if isinstance(stmt, ast.Assign):
+        return any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+    return False
+
+
+def _dict_update(obj: dict[Any, Any], args: list[Any]) -> None:
+    obj.update(args[0])
+
+
+_DICT_METHODS: dict[str, Callable[[dict[Any, Any], list[Any]], Any]] = {
+    "items": lambda obj, args: list(obj.items()),
+    "pop": lambda obj, args: obj.pop(args[0], *args[1:]),
+    "get": lambda obj, args: obj.get(args[0], *args[1:]),
+    "update": _dict_update,
+    "copy": lambda obj, args: copy.copy(obj),
+}
+
+
+def _str_method(obj: str, name: str, args: list[Any], expr: ast.Call) -> Any:
+    if name == "join" and args and isinstance(args[0], list | tuple):
+        if all(isinstance(a, str) for a in args[0]):
+            return obj.join(args[0])
+        return Unknown(ast.unparse(expr))
+    if all(isinstance(a, str) for a in args):
+        if name == "replace":
+            return obj.replace(*args)
+        if name == "join":
+            return obj.join(args[0])
+        if name in ("lower", "upper", "strip"):
+            return getattr(obj, name)()
+    return Unknown(ast.unparse(expr))
+
+
+# The comparisons the interpreter evaluates (one operator, no chains).
+_COMPARISONS: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+}
 
 
 class Interpreter:
@@ -86,71 +133,80 @@ class Interpreter:
             self.exec_stmt(stmt, env)
 
     def exec_stmt(self, stmt: ast.stmt, env: dict[str, Any]) -> None:
-        mod = self.module
-        if isinstance(stmt, ast.Expr):
-            if isinstance(stmt.value, ast.Constant):
-                return  # docstring
-            self.ev(stmt.value, env, mod)
-        elif isinstance(stmt, ast.Assign):
-            value = self.ev(stmt.value, env, mod)
-            for target in stmt.targets:
-                self.assign(target, value, env)
-        elif isinstance(stmt, ast.AugAssign):
-            current = self.ev(stmt.target, env, mod)
-            value = self.ev(stmt.value, env, mod)
-            if (
-                isinstance(current, list)
-                and isinstance(value, list)
-                and isinstance(stmt.op, ast.Add)
-            ):
-                current.extend(value)
-            elif isinstance(current, str) and isinstance(value, str):
-                self.assign(stmt.target, current + value, env)
-            else:
-                self.assign(stmt.target, Unknown(ast.unparse(stmt)), env)
-        elif isinstance(stmt, ast.If):
-            test = self.ev(stmt.test, env, mod)
-            if isinstance(test, Unknown):
-                self.notes.append(
-                    f"{src_ref(self.index, mod, stmt)}: condition "
-                    f"`{ast.unparse(stmt.test)}` not evaluable; assumed true"
-                )
-                self.exec_body(stmt.body, env)
-            elif test:
-                self.exec_body(stmt.body, env)
-            else:
-                self.exec_body(stmt.orelse, env)
-        elif isinstance(stmt, ast.For):
-            it = self.ev(stmt.iter, env, mod)
-            if isinstance(it, Unknown):
-                raise ValueError(
-                    f"{src_ref(self.index, mod, stmt)}: cannot iterate {ast.unparse(stmt.iter)}"
-                )
-            for item in list(it):
-                self.assign(stmt.target, item, env)
-                self.exec_body(stmt.body, env)
-        elif isinstance(stmt, ast.Delete):
-            for target in stmt.targets:
-                if isinstance(target, ast.Subscript):
-                    container = self.ev(target.value, env, mod)
-                    key = self.ev(target.slice, env, mod)
-                    if isinstance(container, dict):
-                        del container[key]
-        elif isinstance(stmt, ast.Return):
-            raise ReturnSignal(self.ev(stmt.value, env, mod) if stmt.value else None)
-        elif isinstance(stmt, ast.Import | ast.ImportFrom):
-            for alias in stmt.names:
-                local = alias.asname or alias.name.split(".")[0]
-                if isinstance(stmt, ast.ImportFrom):
-                    src = self.index._abs(mod, stmt)
-                    b = self.index.lookup(src, alias.name)
-                    env[local] = self.wrap_binding(b)
-        elif isinstance(stmt, ast.Pass):
-            pass
-        else:
+        handler = getattr(self, "_exec_" + type(stmt).__name__, None)
+        if handler is None:
             raise ValueError(
-                f"{src_ref(self.index, mod, stmt)}: unsupported statement {type(stmt).__name__}"
+                f"{src_ref(self.index, self.module, stmt)}: unsupported statement "
+                f"{type(stmt).__name__}"
             )
+        handler(stmt, env)
+
+    # One method per statement kind (as ast.NodeVisitor names them).
+
+    def _exec_Expr(self, stmt: ast.Expr, env: dict[str, Any]) -> None:
+        if not isinstance(stmt.value, ast.Constant):  # a docstring does nothing
+            self.ev(stmt.value, env, self.module)
+
+    def _exec_Assign(self, stmt: ast.Assign, env: dict[str, Any]) -> None:
+        value = self.ev(stmt.value, env, self.module)
+        for target in stmt.targets:
+            self.assign(target, value, env)
+
+    def _exec_AugAssign(self, stmt: ast.AugAssign, env: dict[str, Any]) -> None:
+        current = self.ev(stmt.target, env, self.module)
+        value = self.ev(stmt.value, env, self.module)
+        if isinstance(current, list) and isinstance(value, list) and isinstance(stmt.op, ast.Add):
+            current.extend(value)
+        elif isinstance(current, str) and isinstance(value, str):
+            self.assign(stmt.target, current + value, env)
+        else:
+            self.assign(stmt.target, Unknown(ast.unparse(stmt)), env)
+
+    def _exec_If(self, stmt: ast.If, env: dict[str, Any]) -> None:
+        test = self.ev(stmt.test, env, self.module)
+        if isinstance(test, Unknown):
+            self.notes.append(
+                f"{src_ref(self.index, self.module, stmt)}: condition "
+                f"`{ast.unparse(stmt.test)}` not evaluable; assumed true"
+            )
+            self.exec_body(stmt.body, env)
+        elif test:
+            self.exec_body(stmt.body, env)
+        else:
+            self.exec_body(stmt.orelse, env)
+
+    def _exec_For(self, stmt: ast.For, env: dict[str, Any]) -> None:
+        it = self.ev(stmt.iter, env, self.module)
+        if isinstance(it, Unknown):
+            raise ValueError(
+                f"{src_ref(self.index, self.module, stmt)}: cannot iterate {ast.unparse(stmt.iter)}"
+            )
+        for item in list(it):
+            self.assign(stmt.target, item, env)
+            self.exec_body(stmt.body, env)
+
+    def _exec_Delete(self, stmt: ast.Delete, env: dict[str, Any]) -> None:
+        for target in stmt.targets:
+            if isinstance(target, ast.Subscript):
+                container = self.ev(target.value, env, self.module)
+                key = self.ev(target.slice, env, self.module)
+                if isinstance(container, dict):
+                    del container[key]
+
+    def _exec_Return(self, stmt: ast.Return, env: dict[str, Any]) -> None:
+        raise ReturnSignal(self.ev(stmt.value, env, self.module) if stmt.value else None)
+
+    def _exec_Import(self, stmt: ast.Import, env: dict[str, Any]) -> None:
+        """A function-level `import x` binds nothing the arguments depend on."""
+
+    def _exec_ImportFrom(self, stmt: ast.ImportFrom, env: dict[str, Any]) -> None:
+        for alias in stmt.names:
+            local = alias.asname or alias.name.split(".")[0]
+            src = self.index.absolute_module(self.module, stmt)
+            env[local] = self.wrap_binding(self.index.lookup(src, alias.name))
+
+    def _exec_Pass(self, stmt: ast.Pass, env: dict[str, Any]) -> None:
+        pass
 
     def assign(self, target: ast.expr, value: Any, env: dict[str, Any]) -> None:
         if isinstance(target, ast.Name):
@@ -212,128 +268,134 @@ class Interpreter:
     def ev(self, expr: ast.expr | None, env: dict[str, Any], mod: str) -> Any:
         if expr is None:
             return None
-        if isinstance(expr, ast.Constant):
-            return expr.value
-        if isinstance(expr, ast.Name):
-            return self.lookup_name(expr.id, env, mod)
-        if isinstance(expr, ast.JoinedStr):
-            parts = []
-            for v in expr.values:
-                val = self.ev(v.value, env, mod) if isinstance(v, ast.FormattedValue) else v.value
-                if not isinstance(val, str | int | float):
+        handler = getattr(self, "_ev_" + type(expr).__name__, None)
+        if handler is None:
+            return Unknown(ast.unparse(expr))
+        return handler(expr, env, mod)
+
+    # One method per expression kind (as ast.NodeVisitor names them); anything else is
+    # Unknown.
+
+    def _ev_Constant(self, expr: ast.Constant, env: dict[str, Any], mod: str) -> Any:
+        return expr.value
+
+    def _ev_Name(self, expr: ast.Name, env: dict[str, Any], mod: str) -> Any:
+        return self.lookup_name(expr.id, env, mod)
+
+    def _ev_JoinedStr(self, expr: ast.JoinedStr, env: dict[str, Any], mod: str) -> Any:
+        parts = []
+        for v in expr.values:
+            val = self.ev(v.value, env, mod) if isinstance(v, ast.FormattedValue) else v.value
+            if not isinstance(val, str | int | float):
+                return Unknown(ast.unparse(expr))
+            parts.append(str(val))
+        return "".join(parts)
+
+    def _ev_List(self, expr: ast.List | ast.Tuple | ast.Set, env: dict[str, Any], mod: str) -> Any:
+        out: list[Any] = []
+        for e in expr.elts:
+            if isinstance(e, ast.Starred):
+                inner = self.ev(e.value, env, mod)
+                if isinstance(inner, Unknown):
                     return Unknown(ast.unparse(expr))
-                parts.append(str(val))
-            return "".join(parts)
-        if isinstance(expr, ast.List | ast.Tuple | ast.Set):
-            out: list[Any] = []
-            for e in expr.elts:
-                if isinstance(e, ast.Starred):
-                    inner = self.ev(e.value, env, mod)
-                    if isinstance(inner, Unknown):
-                        return Unknown(ast.unparse(expr))
-                    out.extend(inner)
-                else:
-                    out.append(self.ev(e, env, mod))
-            return tuple(out) if isinstance(expr, ast.Tuple) else out
-        if isinstance(expr, ast.Dict):
-            d = KwDict()
-            for k, v in zip(expr.keys, expr.values, strict=True):
-                if k is None:
-                    inner = self.ev(v, env, mod)
-                    if isinstance(inner, KwDict) and inner.origin:
-                        d.origin = inner.origin
-                    if isinstance(inner, dict):
-                        d.update(inner)
-                else:
-                    d[self.ev(k, env, mod)] = self.ev(v, env, mod)
-            return d
-        if isinstance(expr, ast.Subscript):
-            container = self.ev(expr.value, env, mod)
-            if isinstance(expr.slice, ast.Slice):
-                if isinstance(container, list | tuple):
-                    lo = self.ev(expr.slice.lower, env, mod)
-                    hi = self.ev(expr.slice.upper, env, mod)
-                    return container[lo:hi]
-                return Unknown(ast.unparse(expr))
-            key = self.ev(expr.slice, env, mod)
-            if isinstance(container, dict | list | tuple):
-                try:
-                    return container[key]
-                except (KeyError, IndexError, TypeError):
-                    raise ValueError(
-                        f"{src_ref(self.index, mod, expr)}: {ast.unparse(expr)} not found"
-                    ) from None
+                out.extend(inner)
+            else:
+                out.append(self.ev(e, env, mod))
+        return tuple(out) if isinstance(expr, ast.Tuple) else out
+
+    _ev_Tuple = _ev_List
+    _ev_Set = _ev_List
+
+    def _ev_Dict(self, expr: ast.Dict, env: dict[str, Any], mod: str) -> Any:
+        d = KwDict()
+        for k, v in zip(expr.keys, expr.values, strict=True):
+            if k is None:
+                inner = self.ev(v, env, mod)
+                if isinstance(inner, KwDict) and inner.origin:
+                    d.origin = inner.origin
+                if isinstance(inner, dict):
+                    d.update(inner)
+            else:
+                d[self.ev(k, env, mod)] = self.ev(v, env, mod)
+        return d
+
+    def _ev_Subscript(self, expr: ast.Subscript, env: dict[str, Any], mod: str) -> Any:
+        container = self.ev(expr.value, env, mod)
+        if isinstance(expr.slice, ast.Slice):
+            if isinstance(container, list | tuple):
+                lo = self.ev(expr.slice.lower, env, mod)
+                hi = self.ev(expr.slice.upper, env, mod)
+                return container[lo:hi]
             return Unknown(ast.unparse(expr))
-        if isinstance(expr, ast.Attribute):
-            base = self.ev(expr.value, env, mod)
-            return self.attr(base, expr.attr, expr)
-        if isinstance(expr, ast.Call):
-            return self.call(expr, env, mod)
-        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
-            v = self.ev(expr.operand, env, mod)
-            return v if isinstance(v, Unknown) else not v
-        if isinstance(expr, ast.BoolOp):
-            vals = [self.ev(v, env, mod) for v in expr.values]
-            if any(isinstance(v, Unknown) for v in vals):
-                return Unknown(ast.unparse(expr))
-            return all(vals) if isinstance(expr.op, ast.And) else any(vals)
-        if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
-            left = self.ev(expr.left, env, mod)
-            right = self.ev(expr.comparators[0], env, mod)
-            if isinstance(left, Unknown) or isinstance(right, Unknown):
-                return Unknown(ast.unparse(expr))
-            op = expr.ops[0]
-            try:
-                if isinstance(op, ast.In):
-                    return left in right
-                if isinstance(op, ast.NotIn):
-                    return left not in right
-                if isinstance(op, ast.Eq):
-                    return left == right
-                if isinstance(op, ast.NotEq):
-                    return left != right
-            except TypeError:
-                return Unknown(ast.unparse(expr))
+        key = self.ev(expr.slice, env, mod)
+        if not isinstance(container, dict | list | tuple):
             return Unknown(ast.unparse(expr))
-        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
-            left = self.ev(expr.left, env, mod)
-            right = self.ev(expr.right, env, mod)
-            if isinstance(left, list) and isinstance(right, list):
-                return left + right
-            if isinstance(left, str) and isinstance(right, str):
-                return left + right
+        try:
+            return container[key]
+        except (KeyError, IndexError, TypeError):
+            raise ValueError(
+                f"{src_ref(self.index, mod, expr)}: {ast.unparse(expr)} not found"
+            ) from None
+
+    def _ev_Attribute(self, expr: ast.Attribute, env: dict[str, Any], mod: str) -> Any:
+        return self.attr(self.ev(expr.value, env, mod), expr.attr, expr)
+
+    def _ev_Call(self, expr: ast.Call, env: dict[str, Any], mod: str) -> Any:
+        return self.call(expr, env, mod)
+
+    def _ev_UnaryOp(self, expr: ast.UnaryOp, env: dict[str, Any], mod: str) -> Any:
+        if not isinstance(expr.op, ast.Not):
             return Unknown(ast.unparse(expr))
-        if isinstance(expr, ast.ListComp):
-            return self.listcomp(expr, env, mod)
-        if isinstance(expr, ast.Lambda):
-            return Unknown(f"lambda: {ast.unparse(expr.body)}")
-        if isinstance(expr, ast.IfExp):
-            test = self.ev(expr.test, env, mod)
-            if isinstance(test, Unknown):
-                return Unknown(ast.unparse(expr))
-            return self.ev(expr.body if test else expr.orelse, env, mod)
+        v = self.ev(expr.operand, env, mod)
+        return v if isinstance(v, Unknown) else not v
+
+    def _ev_BoolOp(self, expr: ast.BoolOp, env: dict[str, Any], mod: str) -> Any:
+        vals = [self.ev(v, env, mod) for v in expr.values]
+        if any(isinstance(v, Unknown) for v in vals):
+            return Unknown(ast.unparse(expr))
+        return all(vals) if isinstance(expr.op, ast.And) else any(vals)
+
+    def _ev_Compare(self, expr: ast.Compare, env: dict[str, Any], mod: str) -> Any:
+        if len(expr.ops) != 1:
+            return Unknown(ast.unparse(expr))
+        left = self.ev(expr.left, env, mod)
+        right = self.ev(expr.comparators[0], env, mod)
+        compare = _COMPARISONS.get(type(expr.ops[0]))
+        if isinstance(left, Unknown) or isinstance(right, Unknown) or compare is None:
+            return Unknown(ast.unparse(expr))
+        try:
+            return compare(left, right)
+        except TypeError:
+            return Unknown(ast.unparse(expr))
+
+    def _ev_BinOp(self, expr: ast.BinOp, env: dict[str, Any], mod: str) -> Any:
+        if not isinstance(expr.op, ast.Add):
+            return Unknown(ast.unparse(expr))
+        left = self.ev(expr.left, env, mod)
+        right = self.ev(expr.right, env, mod)
+        if isinstance(left, list) and isinstance(right, list):
+            return left + right
+        if isinstance(left, str) and isinstance(right, str):
+            return left + right
         return Unknown(ast.unparse(expr))
+
+    def _ev_ListComp(self, expr: ast.ListComp, env: dict[str, Any], mod: str) -> Any:
+        return self.listcomp(expr, env, mod)
+
+    def _ev_Lambda(self, expr: ast.Lambda, env: dict[str, Any], mod: str) -> Any:
+        return Unknown(f"lambda: {ast.unparse(expr.body)}")
+
+    def _ev_IfExp(self, expr: ast.IfExp, env: dict[str, Any], mod: str) -> Any:
+        test = self.ev(expr.test, env, mod)
+        if isinstance(test, Unknown):
+            return Unknown(ast.unparse(expr))
+        return self.ev(expr.body if test else expr.orelse, env, mod)
 
     def attr(self, base: Any, name: str, expr: ast.expr) -> Any:
         if isinstance(base, ExtRef):
-            full = f"{base.name}.{name}"
-            if full == "sys.argv":
-                return list(SIMULATED_ARGV)
-            if base.name.startswith("vllm") and self.index.path_of(base.name):
-                return self.wrap_binding(self.index.lookup(base.name, name))
-            return ExtRef(full)
+            return self._module_attr(base, name)
         if isinstance(base, SuperRef):
-            node = base.owner.node
-            assert isinstance(node, ast.ClassDef)
-            for b in node.bases:
-                target = b.value if isinstance(b, ast.Subscript) else b
-                if isinstance(target, ast.Name):
-                    bb = self.index.lookup(base.owner.module, target.id)
-                    if bb.kind == "class":
-                        found = self.class_member(bb, name)
-                        if isinstance(found, FuncRef):
-                            return FuncRef(found.binding, bound_cls=base.cls, owner=found.owner)
-            return Unknown(f"super().{name}")
+            return self._super_attr(base, name)
         if isinstance(base, ClassRef):
             member = self.class_member(base.binding, name)
             if member is not None:
@@ -349,6 +411,36 @@ class Interpreter:
             return ""
         return Unknown(ast.unparse(expr))
 
+    def _module_attr(self, base: ExtRef, name: str) -> Any:
+        """`sys.argv` (the simulated command line), `vllm.x.y` (followed), else external."""
+        full = f"{base.name}.{name}"
+        if full == "sys.argv":
+            return list(SIMULATED_ARGV)
+        if base.name.startswith("vllm") and self.index.path_of(base.name):
+            return self.wrap_binding(self.index.lookup(base.name, name))
+        return ExtRef(full)
+
+    def _super_attr(self, base: SuperRef, name: str) -> Any:
+        """`super().name`: the first base class that has the method, bound to `cls`."""
+        for parent in self._base_classes(base.owner):
+            found = self.class_member(parent, name)
+            if isinstance(found, FuncRef):
+                return FuncRef(found.binding, bound_cls=base.cls, owner=found.owner)
+        return Unknown(f"super().{name}")
+
+    def _base_classes(self, cls: Binding) -> list[Binding]:
+        """The vLLM classes among the bases of `cls` (`Base` and `Base[T]`), in order."""
+        node = cls.node
+        assert isinstance(node, ast.ClassDef)
+        found = []
+        for base in node.bases:
+            target = base.value if isinstance(base, ast.Subscript) else base
+            if isinstance(target, ast.Name):
+                binding = self.index.lookup(cls.module, target.id)
+                if binding.kind == "class":
+                    found.append(binding)
+        return found
+
     def class_member(self, cls: Binding, name: str) -> Any:
         node = cls.node
         assert isinstance(node, ast.ClassDef)
@@ -361,29 +453,15 @@ class Interpreter:
                 return FuncRef(
                     Binding("func", cls.module, name, stmt), bound_cls=ClassRef(cls), owner=cls
                 )
-            if (
-                isinstance(stmt, ast.AnnAssign)
-                and isinstance(stmt.target, ast.Name)
-                and stmt.target.id == name
-            ):
-                return Unknown(f"{cls.name}.{name}")  # a field default
-            if isinstance(stmt, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == name for t in stmt.targets
-            ):
-                return Unknown(f"{cls.name}.{name}")
-        for base in node.bases:
-            target = base.value if isinstance(base, ast.Subscript) else base
-            if isinstance(target, ast.Name):
-                b = self.index.lookup(cls.module, target.id)
-                if b.kind == "class":
-                    found = self.class_member(b, name)
-                    if found is not None:
-                        if isinstance(found, FuncRef):
-                            # keep the *subclass* as `cls` for classmethods
-                            return FuncRef(
-                                found.binding, bound_cls=ClassRef(cls), owner=found.owner
-                            )
-                        return found
+            if _assigns(stmt, name):
+                return Unknown(f"{cls.name}.{name}")  # a field default or class attribute
+        for parent in self._base_classes(cls):
+            found = self.class_member(parent, name)
+            if isinstance(found, FuncRef):
+                # keep the *subclass* as `cls` for classmethods
+                return FuncRef(found.binding, bound_cls=ClassRef(cls), owner=found.owner)
+            if found is not None:
+                return found
         return None
 
     def listcomp(self, expr: ast.ListComp, env: dict[str, Any], mod: str) -> Any:
@@ -431,105 +509,109 @@ class Interpreter:
         if isinstance(expr.func, ast.Name) and expr.func.id == "super" and not expr.args:
             return SuperRef(env["__owner__"], env["__cls__"])
         func = self.ev(expr.func, env, mod)
+        args = self._call_args(expr, env, mod)
+        if args is None:
+            return Unknown(ast.unparse(expr))
+        kwargs = self._call_kwargs(expr, env, mod)
+        if isinstance(func, tuple) and func[0] == "parser_method":
+            return self._parser_call(func[1], func[2], args, kwargs, src_ref(self.index, mod, expr))
+        if isinstance(func, tuple) and func[0] == "bound_method":
+            return self.bound_method(func[1], func[2], args, expr)
+        if isinstance(func, ExtRef):
+            return self.ext_call(func.name, args, kwargs, expr, env, mod)
+        if isinstance(func, FuncRef):
+            return self._function_call(func, args, expr, env, mod)
+        if isinstance(func, ClassRef):
+            return Unknown(f"{func.binding.name}()")
+        if isinstance(func, Unknown) and "pre_register_and_update" in func.text:
+            self.notes.append(
+                f"{src_ref(self.index, mod, expr)}: "
+                "current_platform.pre_register_and_update(parser) skipped (the CUDA "
+                "platform keeps the interface's no-op; out-of-tree platforms may add "
+                "choices)"
+            )
+        return Unknown(ast.unparse(expr))
+
+    def _call_args(self, expr: ast.Call, env: dict[str, Any], mod: str) -> list[Any] | None:
+        """The positional arguments (`*args` expanded); None when one cannot be known."""
         args: list[Any] = []
         for a in expr.args:
             if isinstance(a, ast.Starred):
                 inner = self.ev(a.value, env, mod)
                 if isinstance(inner, Unknown):
-                    return Unknown(ast.unparse(expr))
+                    return None
                 args.extend(inner)
             else:
                 args.append(self.ev(a, env, mod))
+        return args
+
+    def _call_kwargs(self, expr: ast.Call, env: dict[str, Any], mod: str) -> KwDict:
+        """The keyword arguments (`**kwargs` merged, their origin kept); a keyword given
+        twice is the TypeError Python would raise."""
         kwargs = KwDict()
+        where = src_ref(self.index, mod, expr)
         for kw in expr.keywords:
             value = self.ev(kw.value, env, mod)
-            if kw.arg is None:
-                if isinstance(value, KwDict) and value.origin:
-                    kwargs.origin = value.origin
-                if isinstance(value, dict):
-                    clash = set(value) & set(kwargs)
-                    if clash:  # Python raises TypeError: multiple values
-                        raise ValueError(
-                            f"{src_ref(self.index, mod, expr)}: duplicate keywords {sorted(clash)}"
-                        )
-                    kwargs.update(value)
-                else:
-                    raise ValueError(
-                        f"{src_ref(self.index, mod, expr)}: **{ast.unparse(kw.value)} not evaluable"
-                    )
-            else:
+            if kw.arg is not None:
                 if kw.arg in kwargs:
-                    raise ValueError(
-                        f"{src_ref(self.index, mod, expr)}: duplicate keyword {kw.arg}"
-                    )
+                    raise ValueError(f"{where}: duplicate keyword {kw.arg}")
                 kwargs[kw.arg] = value
+                continue
+            if not isinstance(value, dict):
+                raise ValueError(f"{where}: **{ast.unparse(kw.value)} not evaluable")
+            if isinstance(value, KwDict) and value.origin:
+                kwargs.origin = value.origin
+            clash = set(value) & set(kwargs)
+            if clash:  # Python raises TypeError: multiple values
+                raise ValueError(f"{where}: duplicate keywords {sorted(clash)}")
+            kwargs.update(value)
+        return kwargs
 
-        # parser methods
-        if isinstance(func, tuple) and func[0] == "parser_method":
-            _, parser, name = func
-            if name == "add_argument":
-                self.record(parser, args, kwargs, src_ref(self.index, mod, expr))
-                return None
-            if name == "add_parser":
-                return parser.target if isinstance(parser, SubParsers) else parser
-            if name in ("add_argument_group", "add_mutually_exclusive_group"):
-                return parser
-            if name == "register":
-                return None
-            return Unknown(f"parser.{name}")
-        if isinstance(func, tuple) and func[0] == "bound_method":
-            _, obj, name = func
-            return self.bound_method(obj, name, args, expr)
-        if isinstance(func, ExtRef):
-            return self.ext_call(func.name, args, kwargs, expr, env, mod)
-        if isinstance(func, FuncRef):
-            name = func.binding.name
-            if (
-                name in ("get_kwargs", "_compute_kwargs")
-                and func.binding.module == "vllm.engine.arg_utils"
-            ):
-                cls = args[0]
-                if not isinstance(cls, ClassRef):
-                    raise ValueError(f"{src_ref(self.index, mod, expr)}: get_kwargs of {cls!r}")
-                table = self.rules.for_class(cls.binding)
-                return table
-            if name == "optional_type":
-                t = to_typeval(args[0])
-                return (
-                    TypeVal(t.base, True, t.detail)
-                    if isinstance(t, TypeVal)
-                    else Unknown("optional_type")
-                )
-            if name == "parse_type":
-                return to_typeval(args[0])
-            if name in ("load_general_plugins",):
-                self.notes.append(
-                    f"{src_ref(self.index, mod, expr)}: {name}() skipped: "
-                    "out-of-tree plugins may add flags or choices"
-                )
-                return None
-            if name in (
-                "add_cli_args",
-                "make_arg_parser",
-                "_customize_cli_kwargs",
-                "subparser_init",
-            ):
-                return self.run_function(func.binding, args, func.bound_cls, func.owner)
-            if name in ("get_args",):
-                return self.literal_values(expr.args[0], env, mod)
-            return Unknown(f"{name}()")
-        if isinstance(func, ClassRef):
-            return Unknown(f"{func.binding.name}()")
-        if isinstance(func, Unknown):
-            if "pre_register_and_update" in func.text:
-                self.notes.append(
-                    f"{src_ref(self.index, mod, expr)}: "
-                    "current_platform.pre_register_and_update(parser) skipped (the CUDA "
-                    "platform keeps the interface's no-op; out-of-tree platforms may add "
-                    "choices)"
-                )
-            return Unknown(ast.unparse(expr))
-        return Unknown(ast.unparse(expr))
+    def _parser_call(
+        self, parser: ParserVal, name: str, args: list[Any], kwargs: KwDict, source: str
+    ) -> Any:
+        """A method of the argparse parser (or a group, or the subparsers action)."""
+        if name == "add_argument":
+            self.record(parser, args, kwargs, source)
+            return None
+        if name == "add_parser":
+            return parser.target if isinstance(parser, SubParsers) else parser
+        if name in ("add_argument_group", "add_mutually_exclusive_group"):
+            return parser
+        if name == "register":
+            return None
+        return Unknown(f"parser.{name}")
+
+    def _function_call(
+        self, func: FuncRef, args: list[Any], expr: ast.Call, env: dict[str, Any], mod: str
+    ) -> Any:
+        """A vLLM function: the few that shape the command line are followed or modelled;
+        any other call's result is unknown."""
+        name = func.binding.name
+        where = src_ref(self.index, mod, expr)
+        if (
+            name in ("get_kwargs", "_compute_kwargs")
+            and func.binding.module == "vllm.engine.arg_utils"
+        ):
+            cls = args[0]
+            if not isinstance(cls, ClassRef):
+                raise ValueError(f"{where}: get_kwargs of {cls!r}")
+            return self.rules.for_class(cls.binding)
+        if name == "optional_type":
+            t = to_typeval(args[0])
+            return TypeVal(t.base, True, t.detail) if isinstance(t, TypeVal) else Unknown(name)
+        if name == "parse_type":
+            return to_typeval(args[0])
+        if name == "load_general_plugins":
+            self.notes.append(
+                f"{where}: {name}() skipped: out-of-tree plugins may add flags or choices"
+            )
+            return None
+        if name in ("add_cli_args", "make_arg_parser", "_customize_cli_kwargs", "subparser_init"):
+            return self.run_function(func.binding, args, func.bound_cls, func.owner)
+        if name == "get_args":
+            return self.literal_values(expr.args[0], env, mod)
+        return Unknown(f"{name}()")
 
     def literal_values(self, expr: ast.expr, env: dict[str, Any], mod: str) -> Any:
         hint = self.rules.types.eval(expr, mod)
@@ -568,43 +650,24 @@ class Interpreter:
         return Unknown(ast.unparse(expr))
 
     def bound_method(self, obj: Any, name: str, args: list[Any], expr: ast.Call) -> Any:
-        if isinstance(obj, dict):
-            if name == "items":
-                return list(obj.items())
-            if name == "pop":
-                return obj.pop(args[0], *args[1:])
-            if name == "get":
-                return obj.get(args[0], *args[1:])
-            if name == "update":
-                obj.update(args[0])
-                return None
-            if name == "copy":
-                return copy.copy(obj)
-        if isinstance(obj, list):
-            if name == "remove":
-                if args[0] in obj:
-                    obj.remove(args[0])
-                else:
-                    self.notes.append(f"list.remove({args[0]!r}) on a value not present; ignored")
-                return None
-            if name == "append":
-                obj.append(args[0])
-                return None
-            if name == "extend":
-                obj.extend(args[0])
-                return None
-        if isinstance(obj, str) and name == "join" and args and isinstance(args[0], list | tuple):
-            if all(isinstance(a, str) for a in args[0]):
-                return obj.join(args[0])
-            return Unknown(ast.unparse(expr))
-        if isinstance(obj, str) and all(isinstance(a, str) for a in args):
-            if name == "replace":
-                return obj.replace(*args)
-            if name == "join":
-                return obj.join(args[0])
-            if name in ("lower", "upper", "strip"):
-                return getattr(obj, name)()
+        """The few dict, list and str methods the argument code uses, run for real."""
+        if isinstance(obj, dict) and name in _DICT_METHODS:
+            return _DICT_METHODS[name](obj, args)
+        if isinstance(obj, list) and name in ("remove", "append", "extend"):
+            return self._list_method(obj, name, args)
+        if isinstance(obj, str):
+            return _str_method(obj, name, args, expr)
         return Unknown(ast.unparse(expr))
+
+    def _list_method(self, obj: list[Any], name: str, args: list[Any]) -> None:
+        if name == "append":
+            obj.append(args[0])
+        elif name == "extend":
+            obj.extend(args[0])
+        elif args[0] in obj:
+            obj.remove(args[0])
+        else:
+            self.notes.append(f"list.remove({args[0]!r}) on a value not present; ignored")
 
     # -- recording --------------------------------------------------------
 

@@ -61,7 +61,8 @@ class KwargsRules:
 
     @staticmethod
     def _human_int_names(fn: ast.FunctionDef) -> dict[str, str]:
-        """Field names given a human-readable-int parser, from the source."""
+        """Field names given a human-readable-int parser, from the source: the bodies of
+        `if name in {...}: kwargs[name]["type"] = parser` (names inline or in a variable)."""
         sets: dict[str, set[str]] = {}
         for node in ast.walk(fn):
             if isinstance(node, ast.Assign) and isinstance(
@@ -73,20 +74,10 @@ class KwargsRules:
                         sets[t.id] = vals
         result: dict[str, str] = {}
         for node in ast.walk(fn):
-            if not isinstance(node, ast.If):
+            names = _names_tested(node, sets) if isinstance(node, ast.If) else None
+            if names is None:
                 continue
-            test = node.test
-            if not (isinstance(test, ast.Compare) and ast.unparse(test.left) == "name"):
-                continue
-            comp = test.comparators[0]
-            if isinstance(comp, ast.Constant):
-                names = {comp.value}
-            elif isinstance(comp, ast.Set | ast.Tuple | ast.List):
-                names = {e.value for e in comp.elts if isinstance(e, ast.Constant)}
-            elif isinstance(comp, ast.Name):
-                names = sets.get(comp.id, set())
-            else:
-                continue
+            assert isinstance(node, ast.If)
             for stmt in node.body:
                 if isinstance(stmt, ast.Assign) and ast.unparse(stmt.targets[0]) in (
                     "kwargs[name]['type']",
@@ -126,6 +117,8 @@ class KwargsRules:
         return [hint]
 
     def field_kwargs(self, cls: Binding, f: FieldInfo) -> KwDict:
+        """The argparse kwargs `get_kwargs` gives field `f`: the first branch of vLLM's
+        if/elif chain on the field's type hints that applies, in vLLM's order."""
         hints = self.hint_set(f)
         if self.dict_subclass:
             hints = [
@@ -134,90 +127,28 @@ class KwargsRules:
                 else h
                 for h in hints
             ]
+        types = _HintSet(hints)
         kw = KwDict()
         kw.origin = (f"{cls.module}.{cls.name}", f.name)
         kw["default"] = Unknown("default")
         kw["help"] = ""
-
-        def has(kind: str, name: str = "") -> bool:
-            for h in hints:
-                if kind == "builtin" and h.kind == "builtin" and h.name == name:
-                    return True
-                if kind == "generic" and h.kind == "generic" and h.name == name:
-                    return True
-                if kind == "generic" and h.kind == "builtin" and h.name == name:
-                    return True
-                if kind == "literal" and h.kind == "literal":
-                    return True
-            return False
-
-        def not_builtin() -> bool:
-            # `type_hint.__module__ != "builtins"`: classes, typing objects,
-            # ForwardRef; builtins and their generic aliases are builtin.
-            return any(
-                h.kind in ("class", "dataclass", "any", "forward", "literal", "annotated", "union")
-                for h in hints
-            )
-
-        has_none = any(h.kind == "none" for h in hints)
-        dc = next((h for h in hints if h.kind == "dataclass"), None)
-        if self.has_dataclass_branch and dc is not None:
-            kw["type"] = TypeVal(
-                "json", detail=f"pydantic TypeAdapter({dc.name.split('.')[-1]}).validate_json"
-            )
-        elif self.bool_str_none_special and {(h.kind, h.name) for h in hints} == {
-            ("builtin", "bool"),
-            ("builtin", "str"),
-            ("none", "NoneType"),
-        }:
-            kw["type"] = TypeVal("str")
-            kw["nargs"] = "?"
-            kw["const"] = True
-        elif has("builtin", "bool"):
-            kw["action"] = ExtRef("argparse.BooleanOptionalAction")
-        elif has("literal"):
-            lits = [h for h in hints if h.kind == "literal"]
-            # literal_to_kwargs uses get_type(): the *first* Literal of a set,
-            # i.e. hash order.  With several Literals we record their union.
-            opts = list(dict.fromkeys(v for h in lits for v in h.args))
-            if len(lits) > 1:
-                self.notes.append(
-                    f"{cls.name}.{f.name}: several Literal hints; vLLM picks one in set "
-                    "order, union recorded"
-                )
-            use_metavar = self.literal_metavar_with_str and has("builtin", "str")
-            kw["type"] = TypeVal(type(opts[0]).__name__ if opts else "str")
-            if use_metavar:
-                kw["metavar"] = sorted(opts)
-            else:
-                kw["choices"] = sorted(opts)
-        elif has("generic", "tuple"):
-            self._collection(kw, hints, "tuple")
-        elif has("generic", "list"):
-            self._collection(kw, hints, "list")
-        elif self.has_set_branch and has("generic", "set"):
-            self._collection(kw, hints, "set")
-        elif has("builtin", "int"):
-            func = self.human_int_names.get(f.name)
-            kw["type"] = _to_typeval_name(func) if func else TypeVal("int")
-        elif has("builtin", "float"):
-            kw["type"] = TypeVal("float")
-        elif (
-            self.has_union_dict_and_str
-            and has("generic", "dict")
-            and (has("builtin", "str") or not_builtin())
-        ):
-            kw["type"] = TypeVal(
-                "json", detail="union_dict_and_str: a JSON object or any plain string"
-            )
-        elif has("generic", "dict"):
-            kw["type"] = TypeVal("json", optional=not self.strips_annotated)
-        elif has("builtin", "str") or not_builtin():
-            kw["type"] = TypeVal("str")
-        else:
+        branches = (
+            self._dataclass_json,
+            self._bool_str_none,
+            self._boolean,
+            self._literal,
+            self._tuple,
+            self._list,
+            self._set,
+            self._int,
+            self._float,
+            self._dict_or_str,
+            self._dict,
+            self._str,
+        )
+        if not any(branch(kw, types, cls, f) for branch in branches):
             raise ValueError(f"unsupported type {hints} for {cls.name}.{f.name}")
-
-        if has_none and not has("builtin", "bool"):
+        if types.has_none and not types.has("builtin", "bool"):
             t = kw.get("type")
             if isinstance(t, TypeVal):
                 kw["type"] = TypeVal(t.base, True, t.detail)
@@ -225,7 +156,104 @@ class KwargsRules:
                 kw["choices"].append("None" if self.none_choice_is_string else None)
         return kw
 
-    def _collection(self, kw: KwDict, hints: list[Hint], origin: str) -> None:
+    # The branches of the chain; each sets `kw` and returns True when it applies.
+
+    def _dataclass_json(self, kw: KwDict, types: _HintSet, cls: Binding, f: FieldInfo) -> bool:
+        dc = next((h for h in types.hints if h.kind == "dataclass"), None)
+        if not self.has_dataclass_branch or dc is None:
+            return False
+        kw["type"] = TypeVal(
+            "json", detail=f"pydantic TypeAdapter({dc.name.split('.')[-1]}).validate_json"
+        )
+        return True
+
+    def _bool_str_none(self, kw: KwDict, types: _HintSet, cls: Binding, f: FieldInfo) -> bool:
+        kinds = {(h.kind, h.name) for h in types.hints}
+        if not self.bool_str_none_special or kinds != {
+            ("builtin", "bool"),
+            ("builtin", "str"),
+            ("none", "NoneType"),
+        }:
+            return False
+        kw["type"] = TypeVal("str")
+        kw["nargs"] = "?"
+        kw["const"] = True
+        return True
+
+    def _boolean(self, kw: KwDict, types: _HintSet, cls: Binding, f: FieldInfo) -> bool:
+        if not types.has("builtin", "bool"):
+            return False
+        kw["action"] = ExtRef("argparse.BooleanOptionalAction")
+        return True
+
+    def _literal(self, kw: KwDict, types: _HintSet, cls: Binding, f: FieldInfo) -> bool:
+        if not types.has("literal"):
+            return False
+        lits = [h for h in types.hints if h.kind == "literal"]
+        # literal_to_kwargs uses get_type(): the *first* Literal of a set,
+        # i.e. hash order.  With several Literals we record their union.
+        opts = list(dict.fromkeys(v for h in lits for v in h.args))
+        if len(lits) > 1:
+            self.notes.append(
+                f"{cls.name}.{f.name}: several Literal hints; vLLM picks one in set "
+                "order, union recorded"
+            )
+        kw["type"] = TypeVal(type(opts[0]).__name__ if opts else "str")
+        if self.literal_metavar_with_str and types.has("builtin", "str"):
+            kw["metavar"] = sorted(opts)
+        else:
+            kw["choices"] = sorted(opts)
+        return True
+
+    def _tuple(self, kw: KwDict, types: _HintSet, cls: Binding, f: FieldInfo) -> bool:
+        return types.has("generic", "tuple") and self._collection(kw, types.hints, "tuple")
+
+    def _list(self, kw: KwDict, types: _HintSet, cls: Binding, f: FieldInfo) -> bool:
+        return types.has("generic", "list") and self._collection(kw, types.hints, "list")
+
+    def _set(self, kw: KwDict, types: _HintSet, cls: Binding, f: FieldInfo) -> bool:
+        return (
+            self.has_set_branch
+            and types.has("generic", "set")
+            and self._collection(kw, types.hints, "set")
+        )
+
+    def _int(self, kw: KwDict, types: _HintSet, cls: Binding, f: FieldInfo) -> bool:
+        if not types.has("builtin", "int"):
+            return False
+        func = self.human_int_names.get(f.name)
+        kw["type"] = _to_typeval_name(func) if func else TypeVal("int")
+        return True
+
+    def _float(self, kw: KwDict, types: _HintSet, cls: Binding, f: FieldInfo) -> bool:
+        if not types.has("builtin", "float"):
+            return False
+        kw["type"] = TypeVal("float")
+        return True
+
+    def _dict_or_str(self, kw: KwDict, types: _HintSet, cls: Binding, f: FieldInfo) -> bool:
+        if not (
+            self.has_union_dict_and_str
+            and types.has("generic", "dict")
+            and (types.has("builtin", "str") or types.not_builtin())
+        ):
+            return False
+        kw["type"] = TypeVal("json", detail="union_dict_and_str: a JSON object or any plain string")
+        return True
+
+    def _dict(self, kw: KwDict, types: _HintSet, cls: Binding, f: FieldInfo) -> bool:
+        if not types.has("generic", "dict"):
+            return False
+        kw["type"] = TypeVal("json", optional=not self.strips_annotated)
+        return True
+
+    def _str(self, kw: KwDict, types: _HintSet, cls: Binding, f: FieldInfo) -> bool:
+        if not (types.has("builtin", "str") or types.not_builtin()):
+            return False
+        kw["type"] = TypeVal("str")
+        return True
+
+    def _collection(self, kw: KwDict, hints: list[Hint], origin: str) -> bool:
         h = next(h for h in hints if h.kind in ("generic", "builtin") and h.name == origin)
         args = list(h.args)
         elem = args[0] if args else Hint("builtin", "str")
@@ -242,6 +270,35 @@ class KwargsRules:
             kw["nargs"] = len(args)
         else:
             kw["nargs"] = "+"
+        return True
+
+
+class _HintSet:
+    """The type hints of one field, asked the questions vLLM's `get_kwargs` asks."""
+
+    def __init__(self, hints: list[Hint]) -> None:
+        self.hints = hints
+        self.has_none = any(h.kind == "none" for h in hints)
+
+    def has(self, kind: str, name: str = "") -> bool:
+        """A builtin (`int`), a generic alias or its builtin (`list[int]`, `list`), a Literal."""
+        for h in self.hints:
+            if kind == "literal" and h.kind == "literal":
+                return True
+            if h.name == name and (
+                (kind == "builtin" and h.kind == "builtin")
+                or (kind == "generic" and h.kind in ("generic", "builtin"))
+            ):
+                return True
+        return False
+
+    def not_builtin(self) -> bool:
+        # `type_hint.__module__ != "builtins"`: classes, typing objects,
+        # ForwardRef; builtins and their generic aliases are builtin.
+        return any(
+            h.kind in ("class", "dataclass", "any", "forward", "literal", "annotated", "union")
+            for h in self.hints
+        )
 
 
 def _to_typeval_name(func: str) -> TypeVal:
@@ -250,3 +307,19 @@ def _to_typeval_name(func: str) -> TypeVal:
         "human_readable_int_or_auto": TypeVal("human_int_or_auto"),
         "int": TypeVal("int"),
     }.get(func, TypeVal("custom", detail=func))
+
+
+def _names_tested(node: ast.If, sets: dict[str, set[str]]) -> set[str] | None:
+    """The field names an `if name == X` / `if name in {...}` / `if name in NAMES` test
+    picks, or None for any other test."""
+    test = node.test
+    if not (isinstance(test, ast.Compare) and ast.unparse(test.left) == "name"):
+        return None
+    comp = test.comparators[0]
+    if isinstance(comp, ast.Constant):
+        return {comp.value}
+    if isinstance(comp, ast.Set | ast.Tuple | ast.List):
+        return {e.value for e in comp.elts if isinstance(e, ast.Constant)}
+    if isinstance(comp, ast.Name):
+        return sets.get(comp.id, set())
+    return None

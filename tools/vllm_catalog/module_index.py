@@ -52,7 +52,7 @@ class ModuleIndex:
             self._fill(module, self.tree(module).body, table)
         return self._tables[module]
 
-    def _abs(self, module: str, node: ast.ImportFrom) -> str:
+    def absolute_module(self, module: str, node: ast.ImportFrom) -> str:
         if not node.level:
             return node.module or ""
         parts = module.split(".")
@@ -61,31 +61,9 @@ class ModuleIndex:
         return ".".join(pkg + ([node.module] if node.module else []))
 
     def _fill(self, module: str, body: list[ast.stmt], table: dict[str, Binding]) -> None:
+        """Bind the names a module body defines, in order (later bindings win)."""
         for stmt in body:
-            if isinstance(stmt, ast.ClassDef):
-                table[stmt.name] = Binding("class", module, stmt.name, stmt)
-            elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-                table[stmt.name] = Binding("func", module, stmt.name, stmt)
-            elif isinstance(stmt, ast.Assign):
-                for target in stmt.targets:
-                    if isinstance(target, ast.Name):
-                        table[target.id] = Binding("value", module, target.id, stmt.value)
-            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                if stmt.value is not None:
-                    table[stmt.target.id] = Binding("value", module, stmt.target.id, stmt.value)
-            elif isinstance(stmt, ast.Import):
-                for alias in stmt.names:
-                    if alias.asname:
-                        table[alias.asname] = self._module_binding(alias.name)
-                    else:
-                        top = alias.name.split(".")[0]
-                        table[top] = self._module_binding(top)
-            elif isinstance(stmt, ast.ImportFrom):
-                src = self._abs(module, stmt)
-                for alias in stmt.names:
-                    local = alias.asname or alias.name
-                    table[local] = Binding("import", src, alias.name)
-            elif isinstance(stmt, ast.If):
+            if isinstance(stmt, ast.If):
                 # Runtime semantics: `if TYPE_CHECKING:` is False, so only the
                 # else branch binds names (e.g. `QuantizationMethods = Any`).
                 test = ast.unparse(stmt.test)
@@ -95,6 +73,36 @@ class ModuleIndex:
                     self._fill(module, stmt.body, table)
             elif isinstance(stmt, ast.Try):
                 self._fill(module, stmt.body, table)
+            else:
+                table.update(self._bindings(module, stmt))
+
+    def _bindings(self, module: str, stmt: ast.stmt) -> dict[str, Binding]:
+        """The names one top-level statement binds."""
+        if isinstance(stmt, ast.ClassDef):
+            return {stmt.name: Binding("class", module, stmt.name, stmt)}
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            return {stmt.name: Binding("func", module, stmt.name, stmt)}
+        if isinstance(stmt, ast.Assign):
+            return {
+                t.id: Binding("value", module, t.id, stmt.value)
+                for t in stmt.targets
+                if isinstance(t, ast.Name)
+            }
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value:
+            return {stmt.target.id: Binding("value", module, stmt.target.id, stmt.value)}
+        if isinstance(stmt, ast.Import):
+            found = {}
+            for alias in stmt.names:
+                if alias.asname:
+                    found[alias.asname] = self._module_binding(alias.name)
+                else:
+                    top = alias.name.split(".")[0]
+                    found[top] = self._module_binding(top)
+            return found
+        if isinstance(stmt, ast.ImportFrom):
+            src = self.absolute_module(module, stmt)
+            return {(a.asname or a.name): Binding("import", src, a.name) for a in stmt.names}
+        return {}
 
     def _module_binding(self, name: str) -> Binding:
         if name.startswith("vllm") and self.path_of(name):

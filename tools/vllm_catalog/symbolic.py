@@ -66,33 +66,39 @@ class ReturnSignal(Exception):
         self.value = value
 
 
+# `type=` callables argparse is given, by name: builtins and json.loads ...
+_EXTERNAL_TYPES = {
+    "builtins.int": "int",
+    "int": "int",
+    "builtins.str": "str",
+    "str": "str",
+    "builtins.float": "float",
+    "float": "float",
+    "builtins.bool": "bool",
+    "bool": "bool",
+    "json.loads": "json",
+}
+# ... and vLLM's own parsers.
+_VLLM_TYPES = {
+    "human_readable_int": TypeVal("human_int"),
+    "human_readable_int_or_auto": TypeVal("human_int_or_auto"),
+    "union_dict_and_str": TypeVal(
+        "json", detail="union_dict_and_str: a JSON object or any plain string"
+    ),
+}
+
+
 def to_typeval(value: Any) -> Any:
     """Map a `type=` value to a TypeVal where possible."""
-    if isinstance(value, TypeVal):
-        return value
-    if isinstance(value, ExtRef):
-        if value.name in ("builtins.int", "int"):
-            return TypeVal("int")
-        if value.name in ("builtins.str", "str"):
-            return TypeVal("str")
-        if value.name in ("builtins.float", "float"):
-            return TypeVal("float")
-        if value.name in ("builtins.bool", "bool"):
-            return TypeVal("bool")
-        if value.name == "json.loads":
-            return TypeVal("json")
+    if isinstance(value, ExtRef) and value.name in _EXTERNAL_TYPES:
+        return TypeVal(_EXTERNAL_TYPES[value.name])
     if isinstance(value, FuncRef):
         name = value.binding.name
-        if name == "human_readable_int":
-            return TypeVal("human_int")
-        if name == "human_readable_int_or_auto":
-            return TypeVal("human_int_or_auto")
-        if name == "union_dict_and_str":
-            return TypeVal("json", detail="union_dict_and_str: a JSON object or any plain string")
+        if name in _VLLM_TYPES:
+            return _VLLM_TYPES[name]
         if name in ("from_cli", "from_json"):
-            return TypeVal(
-                "json", detail=f"{value.bound_cls.binding.name if value.bound_cls else ''}.{name}"
-            )
+            owner = value.bound_cls.binding.name if value.bound_cls else ""
+            return TypeVal("json", detail=f"{owner}.{name}")
         return TypeVal("custom", detail=name)
     if isinstance(value, Unknown):
         return TypeVal("custom", detail=value.text)

@@ -92,9 +92,9 @@ class TypeEvaluator:
         binding = self.index.lookup(module, head)
         if binding.kind == "external":
             full = binding.name + (f".{rest}" if rest else "")
-            if full in ("dataclasses.dataclass",):
+            if full == "dataclasses.dataclass":
                 return ("stdlib", None)
-            if full in ("pydantic.dataclasses.dataclass",):
+            if full == "pydantic.dataclasses.dataclass":
                 extra = None
                 for kw in call_kwargs:
                     if kw.arg == "config":
@@ -102,85 +102,81 @@ class TypeEvaluator:
                 return ("pydantic", extra)
             return None
         if binding.kind == "func":
-            fn = binding.node
-            assert isinstance(fn, ast.FunctionDef)
-            # vllm.config.utils.config: identity in 0.8/0.11
-            # (`return cls`), a pydantic dataclass factory with
-            # ConfigDict(extra="forbid") from 0.12 on.
-            inner: tuple[str, str | None] | None = None
-            extra: str | None = None
-            for node in ast.walk(fn):
-                if isinstance(node, ast.Call):
-                    callee = ast.unparse(node.func)
-                    if callee == "ConfigDict":
-                        extra = _config_dict_extra(node) or extra
-                    elif callee.split(".")[-1] == "dataclass":
-                        inner = self.decorator_kind(binding.module, node.func)
-            if inner is not None and inner[0] == "pydantic":
-                return ("pydantic", extra or inner[1])
-            return inner
+            return self._decorator_factory(binding)
         return None
+
+    def _decorator_factory(self, binding: Binding) -> tuple[str, str | None] | None:
+        """A vLLM function used as a class decorator: what dataclass it makes.
+        vllm.config.utils.config: identity in 0.8/0.11 (`return cls`), a pydantic
+        dataclass factory with ConfigDict(extra="forbid") from 0.12 on."""
+        fn = binding.node
+        assert isinstance(fn, ast.FunctionDef)
+        inner: tuple[str, str | None] | None = None
+        extra: str | None = None
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call):
+                callee = ast.unparse(node.func)
+                if callee == "ConfigDict":
+                    extra = _config_dict_extra(node) or extra
+                elif callee.split(".")[-1] == "dataclass":
+                    inner = self.decorator_kind(binding.module, node.func)
+        if inner is not None and inner[0] == "pydantic":
+            return ("pydantic", extra or inner[1])
+        return inner
 
     def eval(self, expr: ast.expr | None, module: str, depth: int = 0) -> Hint:
         if expr is None or depth > 40:
             return Hint("any", "typing.Any")
         if isinstance(expr, ast.Constant):
-            if expr.value is None:
-                return Hint("none", "NoneType")
-            if expr.value is Ellipsis:
-                return Hint("ellipsis")
-            if isinstance(expr.value, str):
-                # String forward references become typing.ForwardRef objects
-                # (module "typing", i.e. "not builtin").
-                return Hint("forward", expr.value)
+            constant = _constant_hint(expr.value)
+            if constant is not None:
+                return constant
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitOr):
             return self._union(
                 [self.eval(expr.left, module, depth + 1), self.eval(expr.right, module, depth + 1)],
                 pep604=True,
             )
         if isinstance(expr, ast.Subscript):
-            origin = self.eval_origin(expr.value, module)
-            elts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
-            if origin == "typing.Literal":
-                values: list[Any] = []
-                for elt in elts:
-                    if isinstance(elt, ast.Constant):
-                        values.append(elt.value)
-                    else:  # nested Literal aliases are flattened by typing
-                        inner = self.eval(elt, module, depth + 1)
-                        for member in union_members(inner):
-                            if member.kind == "literal":
-                                values.extend(member.args)
-                return Hint("literal", "Literal", tuple(dict.fromkeys(values)))
-            if origin in TYPING_UNION:
-                members = [self.eval(e, module, depth + 1) for e in elts]
-                if origin == "typing.Optional":
-                    members.append(Hint("none", "NoneType"))
-                return self._union(members, pep604=False)
-            # pydantic.SkipValidation[X] is Annotated[X, SkipValidation()] at runtime.
-            if origin in (
-                "typing.Annotated",
-                "pydantic.SkipValidation",
-                "pydantic.functional_validators.SkipValidation",
-            ):
-                return Hint("annotated", "Annotated", (self.eval(elts[0], module, depth + 1),))
-            norm = {
-                "typing.List": "list",
-                "typing.Dict": "dict",
-                "typing.Tuple": "tuple",
-                "typing.Set": "set",
-                "typing.Type": "type",
-                "collections.abc.Callable": "callable",
-                "typing.Callable": "callable",
-                "typing.Sequence": "sequence",
-                "collections.abc.Sequence": "sequence",
-            }.get(origin, origin)
-            if norm in ("list", "dict", "tuple", "set", "type"):
-                return Hint("generic", norm, tuple(self.eval(e, module, depth + 1) for e in elts))
-            if norm in ("typing.ClassVar", "dataclasses.InitVar"):
-                return Hint("class", norm)
-            return Hint("class", norm)
-        name = ast.unparse(expr)
+            return self._subscript(expr, module, depth)
+        return self._named(ast.unparse(expr), module, depth)
+
+    def _subscript(self, expr: ast.Subscript, module: str, depth: int) -> Hint:
+        """`Literal[...]`, `Optional[X]`, `Union[...]`, `Annotated[X, ...]`, `list[X]` …"""
+        origin = self.eval_origin(expr.value, module)
+        elts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+        if origin == "typing.Literal":
+            return Hint("literal", "Literal", self._literal_values(elts, module, depth))
+        if origin in TYPING_UNION:
+            members = [self.eval(e, module, depth + 1) for e in elts]
+            if origin == "typing.Optional":
+                members.append(Hint("none", "NoneType"))
+            return self._union(members, pep604=False)
+        # pydantic.SkipValidation[X] is Annotated[X, SkipValidation()] at runtime.
+        if origin in (
+            "typing.Annotated",
+            "pydantic.SkipValidation",
+            "pydantic.functional_validators.SkipValidation",
+        ):
+            return Hint("annotated", "Annotated", (self.eval(elts[0], module, depth + 1),))
+        norm = _GENERIC_ORIGINS.get(origin, origin)
+        if norm in ("list", "dict", "tuple", "set", "type"):
+            return Hint("generic", norm, tuple(self.eval(e, module, depth + 1) for e in elts))
+        return Hint("class", norm)  # typing.ClassVar, dataclasses.InitVar, other generics
+
+    def _literal_values(self, elts: list[ast.expr], module: str, depth: int) -> tuple[Any, ...]:
+        values: list[Any] = []
+        for elt in elts:
+            if isinstance(elt, ast.Constant):
+                values.append(elt.value)
+            else:  # nested Literal aliases are flattened by typing
+                inner = self.eval(elt, module, depth + 1)
+                for member in union_members(inner):
+                    if member.kind == "literal":
+                        values.extend(member.args)
+        return tuple(dict.fromkeys(values))
+
+    def _named(self, name: str, module: str, depth: int) -> Hint:
+        """A name or dotted name: a builtin, a class, a type alias, a typing object."""
         if name in BUILTIN_TYPES:
             return Hint("builtin", name)
         if name == "None":
@@ -196,12 +192,7 @@ class TypeEvaluator:
         if binding.kind == "value" and not rest:
             return self.eval(binding.node, binding.module, depth + 1)  # type alias
         if binding.kind == "external":
-            full = binding.name + (f".{rest}" if rest else "")
-            if full in ("typing.Any", "typing_extensions.Any"):
-                return Hint("any", "typing.Any")
-            if full.startswith("typing.") or full.startswith("typing_extensions."):
-                return Hint("class", "typing." + full.split(".")[-1])
-            return Hint("class", full)
+            return _external_hint(binding.name + (f".{rest}" if rest else ""))
         return Hint("class", name)
 
     def eval_origin(self, expr: ast.expr, module: str) -> str:
@@ -228,6 +219,39 @@ class TypeEvaluator:
         if len(unique) == 1:
             return unique[0]
         return Hint("union", "UnionType" if pep604 else "Union", tuple(unique))
+
+
+_GENERIC_ORIGINS = {
+    "typing.List": "list",
+    "typing.Dict": "dict",
+    "typing.Tuple": "tuple",
+    "typing.Set": "set",
+    "typing.Type": "type",
+    "collections.abc.Callable": "callable",
+    "typing.Callable": "callable",
+    "typing.Sequence": "sequence",
+    "collections.abc.Sequence": "sequence",
+}
+
+
+def _constant_hint(value: Any) -> Hint | None:
+    if value is None:
+        return Hint("none", "NoneType")
+    if value is Ellipsis:
+        return Hint("ellipsis")
+    if isinstance(value, str):
+        # String forward references become typing.ForwardRef objects
+        # (module "typing", i.e. "not builtin").
+        return Hint("forward", value)
+    return None
+
+
+def _external_hint(full: str) -> Hint:
+    if full in ("typing.Any", "typing_extensions.Any"):
+        return Hint("any", "typing.Any")
+    if full.startswith("typing.") or full.startswith("typing_extensions."):
+        return Hint("class", "typing." + full.split(".")[-1])
+    return Hint("class", full)
 
 
 def _config_dict_extra(call: ast.expr) -> str | None:
