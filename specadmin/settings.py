@@ -202,6 +202,26 @@ DEPLOY_APPROVAL_TTL_HOURS = envint("DEPLOY_APPROVAL_TTL_HOURS", 24)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"client_errors": {"()": "specadmin.log_filters.ClientErrorsOnOneLine"}},
+    "formatters": {
+        # gunicorn's own layout, so the console reads as one log.
+        "line": {
+            "format": "[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s",
+            "datefmt": "%Y-%m-%d %H:%M:%S %z",
+        }
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "line",
+            "filters": ["client_errors"],
+        }
+    },
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+    "loggers": {
+        # paramiko logs every failed connection from its transport thread at ERROR, with
+        # the traceback one record per line. The same failure reaches our transports as an
+        # exception and is reported once, as a TransportError (page, probe result, audit).
+        "paramiko": {"level": "CRITICAL"},
+    },
 }

@@ -1,32 +1,52 @@
-"""What `make run` starts (scripts/run-server.sh): the web server and a worker cluster,
-serving pages and static files, and both gone after SIGTERM."""
+"""What `make run` starts (scripts/run-server.sh): gunicorn and a worker cluster, serving
+pages and static files, one console line per request and per error, and a clean stop:
+SIGTERM to the script, or Ctrl-C on the terminal of `make run`, ends everything with exit 0.
+"""
 
 from __future__ import annotations
 
+import http.cookiejar
 import os
+import pty
+import re
+import select
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+PYTHON = str(Path(sys.executable))
+SETUP = """
+import django
+django.setup()
+from django.contrib.auth.models import Group, User
+from deploys.models import Host
+viewer = User.objects.create_user("vic", password="vic-password-1")
+viewer.groups.add(Group.objects.get(name="viewer"))
+Host.objects.create(
+    name="no-ssh-here", address="127.0.0.1", ssh_port=int({port}), key_file="{key}",
+    host_key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
+    host_key_fingerprint="SHA256:test",
+)
+"""
+ACCESS_LINE = re.compile(r'^127\.0\.0\.1 "(GET|POST) (\S+) HTTP/1\.1" (\d{3}) ', re.M)
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def get(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
 
 
 def children(pid: int) -> set[int]:
@@ -54,56 +74,222 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
-def test_run_server_serves_pages_and_stops_cleanly(tmp_path: Path) -> None:
+def reap(pids: set[int], timeout: float = 20) -> list[int]:
+    """Wait for `pids` to end; kill (and return) those still alive after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [p for p in pids if alive(p)]
+    for pid in left:  # never leave them running, even when the check fails
+        os.kill(pid, signal.SIGKILL)
+    return left
+
+
+class Browser:
+    """A logged-in HTTP client (cookies + CSRF), stdlib only."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+
+    def request(self, path: str, data: dict[str, str] | None = None) -> int:
+        body = None
+        if data is not None:
+            token = next(c.value for c in self.jar if c.name == "csrftoken")
+            body = urllib.parse.urlencode({**data, "csrfmiddlewaretoken": token}).encode()
+        request = urllib.request.Request(self.base + path, data=body)
+        request.add_header("Referer", self.base + path)
+        try:
+            with self.opener.open(request, timeout=15) as response:
+                response.read()
+                return response.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    def login(self, user: str, password: str) -> None:
+        assert self.request("/accounts/login/") == 200
+        self.request("/accounts/login/", {"username": user, "password": password})
+
+
+def wait_for_page(url: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"{url} did not answer within {timeout:.0f} s")
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A migrated database with the demo data, as `make run` prepares it."""
     env = dict(
         os.environ,
         DATABASE_URL=f"sqlite:///{tmp_path}/run.sqlite3",
         SPECADMIN_VAR_DIR=str(tmp_path),
     )
     env.pop("REDIS_URL", None)
-    python = str(Path(sys.executable))
     for command in (["migrate", "--noinput", "-v0"], ["loaddemo"]):
         subprocess.run(
-            [python, "manage.py", *command], cwd=ROOT, env=env, check=True, capture_output=True
+            [PYTHON, "manage.py", *command], cwd=ROOT, env=env, check=True, capture_output=True
         )
-    port = free_port()
-    server = subprocess.Popen(
-        ["bash", "scripts/run-server.sh", "127.0.0.1", str(port)],
+    yield env
+
+
+@pytest.fixture
+def closes_without_a_banner() -> Iterator[int]:
+    """A port that accepts SSH connections and closes them at once (paramiko: "Error
+    reading SSH protocol banner"), like a host behind a broken proxy."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            connection.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    stop.set()
+    thread.join(timeout=5)
+    listener.close()
+
+
+def probe_error(database: Path, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with sqlite3.connect(database, timeout=20) as db:
+            row = db.execute("SELECT probe_error FROM deploys_host").fetchone()
+        if row and row[0]:
+            return row[0]
+        time.sleep(0.3)
+    raise AssertionError("the worker did not record the probe within 60 s")
+
+
+def test_run_server_serves_logs_one_line_per_request_and_error_and_stops_with_exit_0(
+    site: dict[str, str], closes_without_a_banner: int, tmp_path: Path
+) -> None:
+    key = tmp_path / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
+    subprocess.run(
+        [PYTHON, "-c", SETUP.format(port=closes_without_a_banner, key=key)],
         cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        env={**site, "DJANGO_SETTINGS_MODULE": "specadmin.settings"},
+        check=True,
+        capture_output=True,
     )
+    port = free_port()
+    console = tmp_path / "console.txt"
+    with console.open("wb") as out:
+        server = subprocess.Popen(
+            ["bash", "scripts/run-server.sh", "127.0.0.1", str(port)],
+            cwd=ROOT,
+            env=site,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     spawned: set[int] = set()
     try:
-        deadline = time.monotonic() + 60
         base = f"http://127.0.0.1:{port}"
-        while time.monotonic() < deadline:
-            try:
-                if get(f"{base}/accounts/login/") == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.3)
-        else:
-            raise AssertionError("the server did not answer within 60 s")
+        wait_for_page(f"{base}/accounts/login/")
         spawned = children(server.pid)
-        assert get(f"{base}/static/css/specadmin.css") == 200
         assert any(
-            "qcluster" in Path(f"/proc/{p}/cmdline").read_text()
+            "qcluster" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")
             for p in spawned
             if Path(f"/proc/{p}/cmdline").exists()
         )
+        viewer = Browser(base)
+        viewer.login("vic", "vic-password-1")
+        assert viewer.request("/profiles/") == 200
+        assert viewer.request("/static/css/specadmin.css") == 200
+        assert viewer.request("/profiles/new/") == 403
+        admin = Browser(base)
+        admin.login("admin", "specadmin-demo")
+        assert admin.request("/deploys/hosts/1/probe/", {}) == 200  # redirected to the host
+        assert "banner" in probe_error(tmp_path / "run.sqlite3").lower()
     finally:
         server.send_signal(signal.SIGTERM)
-        server.wait(timeout=40)
-    deadline = time.monotonic() + 20
-    while any(alive(p) for p in spawned) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    left = [p for p in spawned if alive(p)]
-    for pid in left:  # never leave them running, even when the check below fails
-        os.kill(pid, signal.SIGKILL)
+        status = server.wait(timeout=40)
+    left = reap(spawned)
+    text = console.read_text(errors="replace")
+    assert status == 0, text[-3000:]
     assert not left, "processes left after SIGTERM"
+    assert "Traceback" not in text
+    requests = ACCESS_LINE.findall(text)
+    assert ("GET", "/profiles/new/", "403") in requests
+    # One line per request: the 403 appears once (no warning, no traceback).
+    assert text.count("/profiles/new/") == 1, text
+    assert text.count("Error reading SSH protocol banner") == 0, text
+
+
+def test_ctrl_c_on_make_run_stops_everything_and_exits_0(site: dict[str, str]) -> None:
+    port = free_port()
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: `make run` on a terminal, as a person starts it
+        os.chdir(ROOT)
+        os.execvpe(
+            "make",
+            ["make", "--no-print-directory", "run", f"PORT={port}", f"PY={PYTHON}"],
+            site,
+        )
+    output = bytearray()
+
+    def drain(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            ready, _, _ = select.select([terminal], [], [], 0.2)
+            if ready:
+                try:
+                    output.extend(os.read(terminal, 65536))
+                except OSError:
+                    return
+
+    spawned: set[int] = set()
+    status = None
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            drain(0.5)
+            try:
+                wait_for_page(f"http://127.0.0.1:{port}/accounts/login/", timeout=0.5)
+                break
+            except AssertionError:
+                continue
+        spawned = children(pid)
+        os.write(terminal, b"\x03")  # Ctrl-C: the terminal signals its foreground group
+        deadline = time.monotonic() + 40
+        while status is None and time.monotonic() < deadline:
+            drain(0.5)
+            done, raw = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = os.waitstatus_to_exitcode(raw)
+    finally:
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(terminal)
+    left = reap(spawned)
+    text = output.decode(errors="replace")
+    assert status == 0, text[-3000:]
+    assert not left, "processes left after Ctrl-C"
+    assert "make: ***" not in text
+    assert "Traceback" not in text
