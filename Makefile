@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test test-postgres test-slow testhost-257 lint format deps debian-deps migrate bench clean
+.PHONY: run test test-postgres test-suites test-suites-postgres test-slow testhost-257 fresh-check lint format deps debian-deps migrate bench clean
 
 # Debian packages first: pystemd builds against libsystemd-dev (order-only, so a
 # warm machine's stamp stays valid).
@@ -30,21 +30,42 @@ run: migrate
 	$(BIN)/python manage.py loaddemo --skip-if-real-users
 	./scripts/run-server.sh $(HOST) $(PORT)
 
-# Scale-out setup for the database-backed suites (the kind of machine this project runs
-# on starts PostgreSQL and Redis; elsewhere point these at your own).
-PG_URL ?= postgres://postgres@127.0.0.1:5432/specadmin
-REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
+# The database-backed suites run again on PostgreSQL + Redis. Left empty, both are
+# throwaway servers of this run (scripts/with-test-services.sh); set them to use your own
+# (e.g. PG_URL=postgres://postgres@127.0.0.1:5432/specadmin_me REDIS_TEST_URL=redis://…/7).
+PG_URL ?=
+REDIS_TEST_URL ?=
+# What pytest runs (empty: everything configured in pyproject.toml), and what runs again on
+# PostgreSQL + Redis. The fresh-machine check narrows both.
+TEST_PATHS ?=
+PG_TEST_PATHS ?= tests/units tests/audit tests/deploys tests/specadmin
+# Runs a target of this Makefile with the servers' URLs (given on the command line, so they
+# win over an empty PG_URL= given to the outer make).
+WITH_SERVICES = PG_URL=$(PG_URL) REDIS_TEST_URL=$(REDIS_TEST_URL) ./scripts/with-test-services.sh \
+  sh -c '$(MAKE) --no-print-directory $(1) PG_URL="$$PG_URL" REDIS_TEST_URL="$$REDIS_TEST_URL"'
 
 test: deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
-	$(MAKE) --no-print-directory test-postgres
+	$(call WITH_SERVICES,test-suites)
 
 test-postgres: deps
+	$(call WITH_SERVICES,test-suites-postgres)
+
+# The two pytest runs, inside WITH_SERVICES.
+test-suites:
+	$(BIN)/python -m pytest -n 2 $(TEST_PATHS) $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-suites-postgres
+
+test-suites-postgres:
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/python -m pytest -n 2 \
 	  -m "not testhost and not browser and not qcluster and not slow" \
-	  tests/units tests/audit tests/deploys tests/specadmin $(PYTEST_ARGS)
+	  $(PG_TEST_PATHS) $(PYTEST_ARGS)
+
+# The README's set-up on a pristine Debian 12 root (scripts/fresh-machine-check.sh; the root
+# is built once with debootstrap and cached under /var/tmp). .ci/run runs it after `test`.
+fresh-check: debian-deps
+	FRESH_PG_URL=$(PG_URL) FRESH_REDIS_URL=$(REDIS_TEST_URL) ./scripts/fresh-machine-check.sh
 
 # The slow set: a second test host booted from Debian 13 (systemd 257), built once.
 testhost-257: deps

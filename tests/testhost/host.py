@@ -32,7 +32,10 @@ BASE_PARENT = Path("/var/tmp")
 BASE_PREFIX = "specadmin-testhost."
 STATE_FILE = Path("/var/tmp/specadmin-testhost-state.json")
 LOOPBACK = "127.0.0.1"
-FIRST_SSH_PORT = 2222
+# Where port claims start. The claims of other runs are seen through BASE_PARENT, so a run
+# that cannot see them (the fresh-machine check's container shares the machine's network
+# but not its /var/tmp) starts elsewhere.
+FIRST_SSH_PORT = int(os.environ.get("SPECADMIN_TESTHOST_FIRST_PORT", "2222"))
 
 # Units of this machine that would fight the real ones for ports/files (the container shares
 # the machine's network namespace), or that could reconfigure the shared network.
