@@ -165,6 +165,11 @@ class ProfileForm(forms.Form):
         validators=[validate_visible],
         widget=forms.TextInput(attrs={"placeholder": "What changed and why (optional)"}),
     )
+    # The version the edit started from: a save on an older base than the profile has
+    # now is refused instead of silently undoing someone else's change (issue 9).
+    base_version = forms.IntegerField(
+        required=False, min_value=1, max_value=2**31 - 1, widget=forms.HiddenInput
+    )
 
     def __init__(
         self,
@@ -188,8 +193,11 @@ class ProfileForm(forms.Form):
                 **extra,
             )
         self.fields["comment"] = self.fields.pop("comment")  # after the settings
+        self.fields["base_version"] = self.fields.pop("base_version")
         if profile is not None:
             self.fields["name"].widget.attrs["readonly"] = "readonly"
+            latest = selectors.profile_latest_version(profile=profile)
+            self.initial.setdefault("base_version", latest.number if latest else None)
         version = self._value("target_vllm_version") or start.get("target_vllm_version", "")
         self.vllm_version = version
         self._set_choices(version)

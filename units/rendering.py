@@ -22,6 +22,9 @@ from units.templatetags.unitfile import spec_json
 from units.unicode_text import split_lines
 
 TEMPLATE_NAME = "units/vllm.service"
+# What a deploy can push (deploys.transports.push.MAX_UNIT_BYTES, the same number): a
+# profile whose unit is larger is refused when it is saved, not first at deploy time.
+MAX_UNIT_BYTES = 256 * 1024
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?\Z")  # as linting/vllm/detect.py recognises it
 _NEGATIVE_NUMBER = re.compile(r"-\d+\Z|-\d*\.\d+\Z")

@@ -144,20 +144,43 @@ def _save_settings(
     )
 
 
+class StaleEdit(ValidationError):
+    """The edit started from an older version than the profile has now: saving it would
+    silently undo the other person's change (issue 9). Nothing was saved."""
+
+    def __init__(self, base: ProfileVersion, latest: ProfileVersion) -> None:
+        who = latest.created_by.get_username() if latest.created_by else "someone"
+        super().__init__(
+            f"{who} saved version {latest.number} since you opened this form (version "
+            f"{base.number}). Nothing was saved: their change is shown below; apply yours "
+            "on top of it and save again.",
+            code="stale",
+        )
+        self.base = base
+        self.latest = latest
+
+
 def profile_update(
     *,
     profile: ServiceProfile,
     data: dict[str, Any],
     updated_by: User | None,
     comment: str = "",
+    base_version: int | None = None,
 ) -> ProfileVersion | None:
     """Save new settings as a new version; None (no version) when nothing changed.
 
-    `data` may be partial: missing settings keep their current values."""
+    `data` may be partial: missing settings keep their current values. `base_version`:
+    the version the editor started from (the edit form carries it); a newer one saved
+    meanwhile refuses the save with StaleEdit (checked under the profile's row lock)."""
     merged = profile_data(profile) | normalize_profile_data(data, fill_defaults=False)
     clean = clean_profile_data(merged)
     with transaction.atomic():
         profile = _locked(profile)
+        latest = profile_latest_version(profile=profile)
+        if base_version is not None and latest is not None and latest.number != base_version:
+            base = ProfileVersion.objects.filter(profile=profile, number=base_version).first()
+            raise StaleEdit(base or latest, latest)
         version = _save_settings(profile=profile, data=clean, user=updated_by, comment=comment)
         if version is not None:
             _audit(

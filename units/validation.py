@@ -38,7 +38,7 @@ from units.profile_data import (
     is_ascii_digits,
     normalize_profile_data,
 )
-from units.rendering import is_python
+from units.rendering import MAX_UNIT_BYTES, is_python, render_unit
 from units.speculative import validate_spec
 from units.unicode_text import invisible_problem
 
@@ -605,7 +605,22 @@ def validate_profile_data(data: dict[str, Any]) -> Errors:
     """field → messages ("__all__" for what no single field causes); empty when valid.
     The unit is rendered and linted (ShellCheck on) only when every field passes."""
     normalized = normalize_profile_data(data)
-    return field_errors(normalized) or lint_errors(lint_profile(normalized))
+    return (
+        field_errors(normalized) or size_errors(normalized) or lint_errors(lint_profile(normalized))
+    )
+
+
+def size_errors(data: dict[str, Any]) -> Errors:
+    """The rendered unit over what a deploy can push (checked before linting it)."""
+    size = len(render_unit(data).encode("utf-8"))
+    if size <= MAX_UNIT_BYTES:
+        return {}
+    return {
+        "__all__": [
+            f"The unit would be {size} bytes; the limit is {MAX_UNIT_BYTES} bytes (256 KiB), "
+            "the most a deploy pushes. Shorten the environment or the extra arguments."
+        ]
+    }
 
 
 def clean_profile_data(data: dict[str, Any]) -> dict[str, Any]:

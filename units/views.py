@@ -116,7 +116,12 @@ def _merge_form_errors(form: ProfileForm, issues: dict[str, list[Issue]]) -> Non
 
 
 def _form_page(
-    request: HttpRequest, form: ProfileForm, *, profile: ServiceProfile | None, status: int = 200
+    request: HttpRequest,
+    form: ProfileForm,
+    *,
+    profile: ServiceProfile | None,
+    status: int = 200,
+    conflict: list[tuple[str, str, str]] | None = None,
 ) -> HttpResponse:
     preview = build_preview(form.to_data(), form.shape_errors())
     issues = dict(preview.issues)
@@ -132,6 +137,7 @@ def _form_page(
             "preview": preview,
             "general_issues": issues.get(GENERAL, []),
             "method_fields": method_fields(),
+            "conflict": conflict,
         },
         status=status,
     )
@@ -175,7 +181,10 @@ def profile_edit(request: HttpRequest, pk: int) -> HttpResponse:
                 data=form.to_data(),
                 updated_by=request.user,
                 comment=form.cleaned_data["comment"],
+                base_version=form.cleaned_data.get("base_version"),
             )
+        except services.StaleEdit as exc:
+            return _conflict_page(request, form, profile=profile, stale=exc)
         except ValidationError as exc:
             form.add_service_error(exc)
         else:
@@ -186,6 +195,24 @@ def profile_edit(request: HttpRequest, pk: int) -> HttpResponse:
                 messages.success(request, f"Saved version {version.number} ({fields}).")
             return redirect("units:detail", pk=profile.pk)
     return _form_page(request, form, profile=profile, status=400)
+
+
+def _conflict_page(
+    request: HttpRequest, form: ProfileForm, *, profile: ServiceProfile, stale: Any
+) -> HttpResponse:
+    """The user's inputs again, the other person's change beside them, and the newer
+    version as the form's base: saving now is a decision made having seen it."""
+    data = request.POST.copy()
+    data["base_version"] = str(stale.latest.number)
+    again = ProfileForm(data, profile=profile)
+    again.is_valid()
+    again.add_error(None, stale)
+    see = can_see_secrets(request.user)
+    changes = [
+        (LABELS.get(k, k), *(_show(v if see else mask_data({k: v})[k]) for v in (old, new)))
+        for k, old, new in selectors.version_field_diff(stale.base, stale.latest)
+    ]
+    return _form_page(request, again, profile=profile, status=409, conflict=changes)
 
 
 @require_POST
