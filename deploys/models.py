@@ -56,6 +56,9 @@ class Host(models.Model):
     probe_executables = models.JSONField(default=list, blank=True)
     probed_at = models.DateTimeField(null=True, blank=True)
     probe_error = models.TextField(blank=True)
+    # Set when a probe is queued, cleared when its result (facts or error) is recorded: the
+    # host page polls for the result while it is set.
+    probe_queued_at = models.DateTimeField(null=True, blank=True)
     archived = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 

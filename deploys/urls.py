@@ -11,6 +11,7 @@ urlpatterns = [
     path("hosts/new/", views.host_add, name="host_add"),
     path("hosts/<int:pk>/", views.host_detail, name="host_detail"),
     path("hosts/<int:pk>/probe/", views.host_probe, name="host_probe"),
+    path("hosts/<int:pk>/probe-results/", views.host_probe_results, name="host_probe_results"),
     path("hosts/<int:pk>/rescan-key/", views.host_rescan_key, name="host_rescan_key"),
     path("hosts/<int:pk>/pin-key/", views.host_pin_key, name="host_pin_key"),
     path("hosts/<int:pk>/adopt-unit/", views.host_adopt_unit, name="host_adopt_unit"),

@@ -159,6 +159,15 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
+@require_GET
+@requires(VIEW_HOST)
+def host_probe_results(request: HttpRequest, pk: int) -> HttpResponse:
+    """The host page's probe results alone: the page polls it while a probe is queued
+    (templates/live/_poll.html), so results appear in place."""
+    host = get_object_or_404(Host, pk=pk)
+    return render(request, "deploys/_probe_results.html", {"host": host})
+
+
 def _host_action(request: HttpRequest, pk: int, action: Callable[[Host], str]) -> HttpResponse:
     host = get_object_or_404(Host, pk=pk)
     try:
@@ -173,7 +182,7 @@ def _host_action(request: HttpRequest, pk: int, action: Callable[[Host], str]) -
 def host_probe(request: HttpRequest, pk: int) -> HttpResponse:
     def action(host: Host) -> str:
         hosts.host_request_probe(host=host, actor=request.user)
-        return f"Probe of {host.name} queued; reload this page to see the results."
+        return f"Probe of {host.name} queued: its results appear below when a worker has run it."
 
     return _host_action(request, pk, action)
 

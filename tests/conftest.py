@@ -8,8 +8,9 @@ import os
 # (tests/linting/test_shellcheck_diskcache.py turns it on explicitly).
 os.environ["LINTUNITS_CACHE_DIR"] = "off"
 
-# Real systemd + sshd test hosts (tests/testhost): fixtures `testhost`, `testhost_factory`.
-pytest_plugins = ["tests.testhost.pytest_plugin"]
+# Real systemd + sshd test hosts (tests/testhost): fixtures `testhost`, `testhost_factory`;
+# Debian's Chromium through Playwright (tests/browser.py): fixtures `page`, `open_page`.
+pytest_plugins = ["tests.testhost.pytest_plugin", "tests.browser"]
 
 # CI runs must be reproducible: the same examples every run (a failure found while
 # developing is kept in .hypothesis/ and replayed locally; CI starts without that folder).

@@ -277,6 +277,7 @@ def host_request_probe(*, host: Host, actor: User) -> None:
     if host.transport == Host.Transport.SSH and not host.key_pinned:
         raise ValidationError(f"Pin the host key of {host.name} before probing it.")
     with transaction.atomic():
+        Host.objects.filter(pk=host.pk).update(probe_queued_at=timezone.now())
         transaction.on_commit(functools.partial(queue.enqueue_probe, host.pk, actor.pk))
 
 
@@ -292,6 +293,7 @@ def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) 
         host.managed_units = list(facts.get("managed_units") or [])
         host.probed_at = timezone.now()
         host.probe_error = "\n".join(errors)
+        host.probe_queued_at = None
         host.save(
             update_fields=[
                 "systemd_version",
@@ -301,6 +303,7 @@ def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) 
                 "managed_units",
                 "probed_at",
                 "probe_error",
+                "probe_queued_at",
             ]
         )
         _audit_host(
@@ -322,7 +325,7 @@ def host_record_probe_error(*, host: Host, error: str, actor: User | None) -> Ho
     """A probe that could not connect (unreachable, key mismatch): keep the old facts,
     show why on the host page, and record it."""
     with transaction.atomic():
-        Host.objects.filter(pk=host.pk).update(probe_error=error)
+        Host.objects.filter(pk=host.pk).update(probe_error=error, probe_queued_at=None)
         _audit_host(
             AuditKind.HOST_PROBE_FAILED,
             actor,

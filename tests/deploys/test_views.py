@@ -180,6 +180,34 @@ def test_probe_button_queues_a_probe_and_results_show(
     assert b"NVIDIA H200" in page and b"vllm-x.service" in page and b"257" in page
 
 
+@pytest.mark.parametrize("outcome", ["facts", "error"])
+def test_a_queued_probe_polls_its_results_until_the_worker_records_them(
+    people: People,
+    host: Host,
+    enqueued: Enqueued,
+    django_capture_on_commit_callbacks: Any,
+    outcome: str,
+) -> None:
+    olga = client_for(people.olga)
+    results = url("host_probe_results", host.pk)
+    assert f'hx-get="{results}"' not in olga.get(url("host_detail", host.pk)).content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        olga.post(url("host_probe", host.pk))
+    page = olga.get(url("host_detail", host.pk)).content.decode()
+    assert f'hx-get="{results}"' in page and "waiting for a worker" in page
+    assert f'hx-get="{results}"' in olga.get(results).content.decode()
+    # The worker records the outcome (what deploys.jobs.runner.run_probe calls).
+    if outcome == "facts":
+        hosts.host_record_probe(
+            host=host, facts={"systemd_version": 257, "gpu_count": 8}, actor=people.olga
+        )
+    else:
+        hosts.host_record_probe_error(host=host, error="HostUnreachable: no route", actor=None)
+    fragment = olga.get(results).content.decode()
+    assert "hx-get" not in fragment and "waiting for a worker" not in fragment
+    assert ("257" if outcome == "facts" else "no route") in fragment
+
+
 # -- requests ----------------------------------------------------------------------------------
 
 

@@ -10,9 +10,9 @@ from django.contrib.auth import get_user_model
 from deploys.models import Host
 from perf.models import Baseline
 from perf.services import accept_baseline
+from tests.browser import PASSWORD, expect, shot
 from tests.perf.factories import stored_run
 from tests.units.factories import baseline as profile_data
-from tests.units.test_browser import PASSWORD, expect, page, shot  # noqa: F401 (fixture)
 from units.roles import ADMIN, ensure_roles
 from units.services import profile_create
 
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.browser]
 
 def test_an_admin_reads_the_charts_compares_two_runs_and_accepts_a_baseline(
     live_server: object,
-    page: object,  # noqa: F811 (fixture)
+    page: object,
 ) -> None:
     admin = get_user_model().objects.create_user("ada", password=PASSWORD)
     admin.groups.add(ensure_roles()[ADMIN])

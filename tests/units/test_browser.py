@@ -5,61 +5,16 @@ fix it, save, clone a variant and compare versions. Screenshots of every page go
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 
+from tests.browser import PASSWORD, expect, shot
 from units.models import ProfileVersion, ServiceProfile
 from units.roles import OPERATOR, ensure_roles
 
-# Playwright's sync API runs an event loop in this thread; Django would refuse ORM calls
-# from the test body otherwise.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-playwright_sync = pytest.importorskip("playwright.sync_api")
-expect = playwright_sync.expect
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
-PASSWORD = "correct-horse-battery"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium"),
-]
-
-
-@pytest.fixture
-def page(live_server: object, transactional_db: None) -> Iterator[object]:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    with playwright_sync.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1440, "height": 1000})
-        context.set_default_timeout(10_000)
-        tab = context.new_page()
-        try:
-            yield tab
-        finally:
-            context.close()
-            browser.close()
-
-
-def shot(page: object, name: str) -> None:
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
+pytestmark = [pytest.mark.browser]
 
 
 def test_create_fix_finding_save_clone_and_compare(live_server: object, page: object) -> None:
