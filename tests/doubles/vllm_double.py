@@ -30,7 +30,7 @@ from typing import Any
 # The double is split by subject (vllm_double_*.py); this module is the `vllm` entry point
 # and keeps the names its users import (`vllm_double.plan_chunks`, ...).
 try:  # installed in a test host as package `doubles`; in the checkout as `tests.doubles`
-    from . import gpu_state
+    from . import gpu_state, vllm_double_bench
     from .vllm_double_args import (
         SERVE_USAGE,
         TOP_USAGE,
@@ -83,6 +83,7 @@ try:  # installed in a test host as package `doubles`; in the checkout as `tests
     )
 except ImportError:  # pragma: no cover - run as a plain script
     import gpu_state  # type: ignore[no-redef]
+    import vllm_double_bench  # type: ignore[no-redef]
     from vllm_double_args import (  # type: ignore[no-redef]
         SERVE_USAGE,
         TOP_USAGE,
@@ -321,6 +322,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] in (["-v"], ["--version"]):
         sys.stdout.write(cfg.version + "\n")
         return 0
+    if args[:1] == ["bench"]:
+        return vllm_double_bench.main(args[1:])
     if not args or args[0] != "serve":
         choice = args[0] if args else ""
         sys.stderr.write(
