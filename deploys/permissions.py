@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from django.core.exceptions import PermissionDenied
+from specadmin.access import MissingPermission
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser as User
@@ -23,9 +23,10 @@ ADOPT_UNIT = "deploys.add_unitadoption"
 
 
 def require(user: User | None, perm: str, action: str) -> None:
-    """PermissionDenied("You are not allowed to <action>.") unless `user` has `perm`."""
+    """MissingPermission (a PermissionDenied: "You are not allowed to <action>.") unless
+    `user` has `perm`; the 403 page then names the roles that carry it."""
     if user is None or not user.is_authenticated or not user.has_perm(perm):
-        raise PermissionDenied(f"You are not allowed to {action}.")
+        raise MissingPermission([perm], f"You are not allowed to {action}.")
 
 
 __all__ = [

@@ -14,3 +14,6 @@ urlpatterns = [
     path("deploys/", include("deploys.urls")),
     path("benchmarks/", include("perf.urls")),
 ]
+
+# The site's own 403 page, naming the roles that would allow what was refused.
+handler403 = "specadmin.access.permission_denied"

@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -42,6 +43,18 @@ def test_loaddemo_creates_the_seed_profiles_once() -> None:
         4,
     )
     assert {g.name for g in Group.objects.all()} >= {"viewer", "operator", "approver", "admin"}
+
+
+def test_loaddemo_creates_an_approver_so_the_tour_can_approve_the_admins_request() -> None:
+    out = run("loaddemo")
+    approver = get_user_model().objects.get(username="approver")
+    assert approver.check_password("specadmin-approve")
+    assert approver.has_perm("deploys.approve_deployrequest")
+    assert not approver.has_perm("deploys.add_host") and not approver.is_staff
+    assert "approver / specadmin-approve" in out
+    again = run("loaddemo")
+    assert get_user_model().objects.filter(username="approver").count() == 1
+    assert "approver / specadmin-approve" in again
 
 
 def test_renderunit_prints_the_stored_unit() -> None:

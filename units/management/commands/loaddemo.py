@@ -1,5 +1,6 @@
-"""`manage.py loaddemo`: the demo account the README names, the roles, and the seed
-deployment's two profiles (idempotent; `make run` calls it).
+"""`manage.py loaddemo`: the demo accounts the README names (an admin, and an approver so
+the tour can approve the admin's deploy request: never the requester), the roles, and the
+seed deployment's two profiles (idempotent; `make run` calls it).
 
 Demo data only: a database with any user besides the demo accounts is a real one, and
 loaddemo refuses it (exit 1; `--skip-if-real-users` makes that a one-line note and exit 0,
@@ -20,13 +21,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from units.models import ServiceProfile
-from units.roles import ensure_roles
+from units.roles import APPROVER, ensure_roles
 from units.services import profile_clone, profile_create, profile_update
 
 DEMO_USERNAME = "admin"
 DEMO_PASSWORD = "specadmin-demo"
+APPROVER_USERNAME = "approver"
+APPROVER_PASSWORD = "specadmin-approve"
 # Every account loaddemo may create; any other user makes the database a real one.
-DEMO_USERNAMES = (DEMO_USERNAME, "approver")
+DEMO_USERNAMES = (DEMO_USERNAME, APPROVER_USERNAME)
 
 BASELINE_NAME = "vllm-kimi-k25-int4"
 NGRAM_NAME = "vllm-kimi-k25-int4-ngram"
@@ -68,7 +71,10 @@ NGRAM_CHANGES: dict[str, Any] = {
 
 
 class Command(BaseCommand):
-    help = "Load demo data (idempotent): demo admin, roles, the seed's two Kimi-K2.5 profiles."
+    help = (
+        "Load demo data (idempotent): demo admin and approver, roles, the seed's two "
+        "Kimi-K2.5 profiles."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -102,15 +108,22 @@ class Command(BaseCommand):
             self.stdout.write(f"created demo admin {DEMO_USERNAME!r}")
         else:
             self.stdout.write(f"demo admin {DEMO_USERNAME!r} already exists (left unchanged)")
-        ensure_roles()
+        roles = ensure_roles()
         self.stdout.write("roles: viewer, operator, approver, admin")
+        approver, created = user_model.objects.get_or_create(username=APPROVER_USERNAME)
+        if created:
+            approver.set_password(APPROVER_PASSWORD)
+            approver.save()
+            approver.groups.add(roles[APPROVER])
+            self.stdout.write(f"created demo approver {APPROVER_USERNAME!r}")
         with transaction.atomic():
             self._profiles(user)
         self.stdout.write(
             self.style.WARNING(
-                f"DEMO ONLY: log in as {DEMO_USERNAME} / {DEMO_PASSWORD}. This account and "
-                "password are published in the README: before real use, create your own "
-                "superuser (manage.py createsuperuser) and delete this one."
+                f"DEMO ONLY: log in as {DEMO_USERNAME} / {DEMO_PASSWORD}; approve deploy "
+                f"requests as {APPROVER_USERNAME} / {APPROVER_PASSWORD}. These accounts and "
+                "passwords are published in the README: before real use, create your own "
+                "superuser (manage.py createsuperuser) and delete both."
             )
         )
 
