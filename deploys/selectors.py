@@ -257,6 +257,39 @@ def deployable_versions() -> QuerySet[ProfileVersion]:
     )
 
 
+@dataclass(frozen=True)
+class Deployment:
+    """A host runs `version` of a profile as `unit_name` since `since`."""
+
+    host: Host
+    unit_name: str
+    version: ProfileVersion
+    since: Any  # datetime of the push
+
+
+def profile_deployments(*, profile: Any) -> list[Deployment]:
+    """Where each version of `profile` runs now: the last unit pushed to a host under each
+    name, when a succeeded deploy of this profile pushed it (a later push of another
+    profile under the same name replaced it). Newest version first; archived hosts left
+    out."""
+    last_push = (
+        PushedUnit.objects.filter(host=OuterRef("host"), unit_name=OuterRef("unit_name"))
+        .order_by("-pushed_at", "-pk")
+        .values("pk")[:1]
+    )
+    pushes = (
+        PushedUnit.objects.filter(
+            pk=Subquery(last_push),
+            request__profile_version__profile=profile,
+            request__status=DeployRequest.Status.SUCCEEDED,
+            host__archived=False,
+        )
+        .select_related("host", "request__profile_version")
+        .order_by("-request__profile_version__number", "host__name", "unit_name")
+    )
+    return [Deployment(p.host, p.unit_name, p.request.profile_version, p.pushed_at) for p in pushes]
+
+
 def latest_version_number(*, profile_id: int) -> int | None:
     return (
         ProfileVersion.objects.filter(profile_id=profile_id)
