@@ -127,7 +127,7 @@ def distribution_strips(
 def _head(title: str, height: int) -> str:
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" '
-        f'width="{WIDTH}" height="{height}" role="img" aria-label="{escape(title)}" '
+        f'role="img" aria-label="{escape(title)}" '
         f'class="chart"><text x="{PAD_L}" y="{PAD_T}" font-size="13" font-weight="600" '
         f'fill="#1d2330">{escape(title)}</text>'
     )
