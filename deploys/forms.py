@@ -57,6 +57,13 @@ class HostForm(forms.ModelForm):
         return {f: self.cleaned_data[f] for f in self.Meta.fields}
 
 
+class HostEditForm(HostForm):
+    """How specadmin reaches a host; the name stays (history and units refer to it)."""
+
+    class Meta(HostForm.Meta):
+        fields = ["address", "ssh_port", "username", "transport", "auth", "key_file"]
+
+
 class HostConfirmForm(forms.Form):
     """Step 2: the key shown in step 1 and the admin's confirmation."""
 

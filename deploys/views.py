@@ -21,6 +21,7 @@ from deploys.forms import (
     DecisionForm,
     DeployRequestForm,
     HostConfirmForm,
+    HostEditForm,
     HostForm,
     PinKeyForm,
     ProbeExecutablesForm,
@@ -60,11 +61,14 @@ def _form_errors(form: Form, exc: ValidationError) -> None:
 @require_GET
 @requires(VIEW_HOST)
 def host_list(request: HttpRequest) -> HttpResponse:
+    """Hosts in use; `?archived=1` the archived ones."""
+    archived = request.GET.get("archived") == "1"
     return render(
         request,
         "deploys/host_list.html",
         {
-            "hosts": selectors.host_list(),
+            "hosts": selectors.host_list(archived=archived),
+            "archived": archived,
             "can_add": request.user.has_perm(ADD_HOST),
         },
     )
@@ -157,6 +161,55 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "adoptions": host.unit_adoptions.select_related("adopted_by")[:20],
         },
     )
+
+
+@require_http_methods(["GET", "POST"])
+@requires(VIEW_HOST, CHANGE_HOST)
+def host_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    host = get_object_or_404(Host, pk=pk)
+    if host.archived:
+        messages.error(request, f"{host.name} is archived: unarchive it before editing.")
+        return redirect("deploys:host_detail", pk=host.pk)
+    form = HostEditForm(request.POST or None, instance=Host.objects.get(pk=pk))
+    if request.method == "POST" and form.is_valid():
+        was_pinned = host.key_pinned
+        try:
+            changed = hosts.host_update(host=host, actor=request.user, **form.service_kwargs())
+        except ValidationError as exc:
+            _form_errors(form, exc)
+        else:
+            if not changed:
+                messages.info(request, "Nothing changed.")
+            elif was_pinned and not host.key_pinned:
+                messages.warning(
+                    request,
+                    f"Saved. {host.name} is reached at a new address now: read its host key "
+                    "again and pin it before anything connects.",
+                )
+            else:
+                messages.success(request, f"Saved the changes to {host.name}.")
+            return redirect("deploys:host_detail", pk=host.pk)
+    return render(request, "deploys/host_edit.html", {"form": form, "host": host})
+
+
+@require_POST
+@requires(VIEW_HOST, CHANGE_HOST)
+def host_archive(request: HttpRequest, pk: int) -> HttpResponse:
+    def action(host: Host) -> str:
+        hosts.host_archive(host=host, actor=request.user)
+        return f"Archived {host.name}: it is no longer probed or deployed to; its history is kept."
+
+    return _host_action(request, pk, action)
+
+
+@require_POST
+@requires(VIEW_HOST, CHANGE_HOST)
+def host_unarchive(request: HttpRequest, pk: int) -> HttpResponse:
+    def action(host: Host) -> str:
+        hosts.host_unarchive(host=host, actor=request.user)
+        return f"{host.name} is in use again."
+
+    return _host_action(request, pk, action)
 
 
 @require_GET

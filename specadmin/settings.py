@@ -223,5 +223,8 @@ LOGGING = {
         # the traceback one record per line. The same failure reaches our transports as an
         # exception and is reported once, as a TransportError (page, probe result, audit).
         "paramiko": {"level": "CRITICAL"},
+        # django-axes logs four INFO lines per successful login; failures and lockouts
+        # (WARNING) stay.
+        "axes": {"level": "WARNING"},
     },
 }

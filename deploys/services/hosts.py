@@ -21,7 +21,7 @@ from audit.services import record
 from deploys.addresses import host_address_problem
 from deploys.executables import plain_path_problem
 from deploys.jobs import queue
-from deploys.models import Host
+from deploys.models import DeployRequest, Host
 from deploys.permissions import ADD_HOST, CHANGE_HOST, REQUEST_DEPLOY, require
 from deploys.transports import TransportError
 from deploys.transports.ssh import HostKeyInfo, fingerprint_sha256, parse_pinned_key
@@ -268,6 +268,100 @@ def host_set_probe_executables(*, host: Host, executables: list[str], actor: Use
     return locked
 
 
+# What an edit may change; the name stays (audit history and units on hosts refer to it).
+EDITABLE_FIELDS = ("address", "ssh_port", "username", "transport", "auth", "key_file")
+# Changing any of these points the pinned key at another endpoint: it must be confirmed
+# again before anything connects.
+_ENDPOINT_FIELDS = ("address", "ssh_port", "transport")
+_OPEN_STATUSES = (
+    DeployRequest.Status.PENDING,
+    DeployRequest.Status.APPROVED,
+    DeployRequest.Status.RUNNING,
+)
+
+
+def host_update(*, host: Host, actor: User, **values: Any) -> list[str]:
+    """Change how specadmin reaches a host; returns the fields that changed.
+
+    A new address, port or transport unpins the host key (and forgets the key last
+    presented): the admin reads and pins it again, as when adding a host. One audit
+    event lists every change (old and new values)."""
+    require(actor, CHANGE_HOST, "change hosts")
+    unknown = set(values) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise ValueError(f"not editable: {', '.join(sorted(unknown))}")
+    with transaction.atomic():
+        current = Host.objects.select_for_update().get(pk=host.pk)
+        new = {name: values.get(name, getattr(current, name)) for name in EDITABLE_FIELDS}
+        for text in ("address", "username"):
+            new[text] = str(new[text]).strip()
+        if new["transport"] == Host.Transport.SSH:
+            new["key_file"] = _clean_key_file(new["auth"], str(new["key_file"]))
+        else:
+            new["key_file"] = ""
+        changes = {
+            name: [getattr(current, name), new[name]]
+            for name in EDITABLE_FIELDS
+            if getattr(current, name) != new[name]
+        }
+        if not changes:
+            return []
+        for name, (_, value) in changes.items():
+            setattr(current, name, value)
+        endpoint_changed = any(name in changes for name in _ENDPOINT_FIELDS)
+        unpin = current.key_pinned and endpoint_changed
+        if endpoint_changed:
+            current.host_key = current.host_key_fingerprint = ""
+            current.presented_host_key = current.presented_fingerprint = ""
+            current.host_key_confirmed_by = None
+            current.host_key_confirmed_at = None
+        current.full_clean()
+        current.save()
+        _audit_host(
+            AuditKind.HOST_CHANGED, actor, current, {"changes": changes, "key_unpinned": unpin}
+        )
+    host.refresh_from_db()
+    return list(changes)
+
+
+def host_archive(*, host: Host, actor: User) -> Host:
+    """Remove a host from use: hidden from lists and deploy forms, never probed or deployed
+    to; its history stays. Refused while a request for it is open (pending, approved or
+    running): decide or finish those first."""
+    require(actor, CHANGE_HOST, "archive hosts")
+    with transaction.atomic():
+        current = Host.objects.select_for_update().get(pk=host.pk)
+        if current.archived:
+            return current
+        open_requests = list(
+            DeployRequest.objects.filter(host=current, status__in=_OPEN_STATUSES)
+            .order_by("pk")
+            .values_list("pk", "status")[:10]
+        )
+        if open_requests:
+            listed = ", ".join(f"#{pk} ({status})" for pk, status in open_requests)
+            raise ValidationError(
+                f"{current.name} has open deploy requests ({listed}): reject, wait for or "
+                "finish them before archiving the host."
+            )
+        current.archived = True
+        current.save(update_fields=["archived"])
+        _audit_host(AuditKind.HOST_ARCHIVED, actor, current, {})
+    host.refresh_from_db()
+    return host
+
+
+def host_unarchive(*, host: Host, actor: User) -> Host:
+    """Put an archived host back in use (its pinned key as it was)."""
+    require(actor, CHANGE_HOST, "unarchive hosts")
+    with transaction.atomic():
+        updated = Host.objects.filter(pk=host.pk, archived=True).update(archived=False)
+        if updated:
+            _audit_host(AuditKind.HOST_UNARCHIVED, actor, host, {})
+    host.refresh_from_db()
+    return host
+
+
 def host_request_probe(*, host: Host, actor: User) -> None:
     """Queue a probe job (read-only on the host; operators may ask for one too)."""
     if not (actor.has_perm(CHANGE_HOST) or actor.has_perm(REQUEST_DEPLOY)):
@@ -337,7 +431,9 @@ def host_record_probe_error(*, host: Host, error: str, actor: User | None) -> Ho
 
 
 __all__ = [
+    "EDITABLE_FIELDS",
     "KEY_MATERIAL_ERROR",
+    "host_archive",
     "host_create",
     "host_pin_key",
     "host_probe_key",
@@ -346,6 +442,8 @@ __all__ = [
     "host_request_probe",
     "host_rescan_key",
     "host_set_probe_executables",
+    "host_unarchive",
+    "host_update",
     "looks_like_key_material",
     "probe_host_key",
     "transport_error",

@@ -239,6 +239,7 @@ def test_run_server_serves_logs_one_line_per_request_and_error_and_stops_with_ex
     # One line per request: the 403 appears once (no warning, no traceback).
     assert text.count("/profiles/new/") == 1, text
     assert text.count("Error reading SSH protocol banner") == 0, text
+    assert "Successful login" not in text  # a login is its requests' lines, nothing more
 
 
 def test_ctrl_c_on_make_run_stops_everything_and_exits_0(site: dict[str, str]) -> None:
