@@ -11,6 +11,7 @@ import hmac
 import io
 import json
 import os
+import shlex
 import socket
 import stat
 from pathlib import Path
@@ -381,3 +382,23 @@ def test_postgresql_refuses_deleting_the_chain_head(chain):
         connection.cursor() as cursor,
     ):
         cursor.execute("DELETE FROM audit_auditchainhead")
+
+
+@pytest.mark.testhost
+def test_checkpoints_reach_a_log_host_over_ssh_and_verify_from_there(
+    chain, settings, testhost, tmp_path
+):
+    """The remote anchor: a host the database cannot write (here the test host, over the
+    system's ssh with its pinned key), then a copy of its file checked by verifyaudit."""
+    remote = f"/root/checkpoints-{os.getpid()}-{id(chain)}.jsonl"
+    ssh = shlex.join(["ssh", *testhost.ssh_options(), f"{testhost.user}@{testhost.host}"])
+    settings.AUDIT_CHECKPOINT_COMMAND = f"{ssh} {shlex.quote('cat >> ' + remote)}"
+    assert "written to command ssh" in checkpoint()
+    copy = tmp_path / "from-loghost.jsonl"
+    copy.write_text(testhost.read_file(remote))
+    testhost.ssh(["rm", "-f", remote])
+    Path(settings.AUDIT_CHECKPOINT_FILE).unlink()
+    tamper("DELETE FROM audit_auditevent WHERE id = 5")
+    tamper("UPDATE audit_auditchainhead SET last_id = 4, last_hash = %s", [chain[3].hash])
+
+    assert "event #5 is missing" in broken("--checkpoints", str(copy))
