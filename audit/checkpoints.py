@@ -85,7 +85,8 @@ class Checkpoint:
         return str(self.document.get("created_at", "?"))
 
     def describe(self) -> str:
-        return f"the checkpoint of {self.created_at} (line {self.line_number})"
+        where = f" (line {self.line_number})" if self.line_number else ""
+        return f"the checkpoint of {self.created_at}{where}"
 
 
 # -- making one ------------------------------------------------------------------------
@@ -197,9 +198,8 @@ def write_checkpoint(keys: AuditKeys) -> Written:
     """Sign the chain's head now and write it to every configured place. A failing
     place is reported (and logged) without stopping the others."""
     path = checkpoint_file()
-    checkpoints = read_checkpoints(path) if path else []
-    usable = [c for c in checkpoints if not c.problem]
-    document = make_checkpoint(keys, previous=usable[-1] if usable else None)
+    previous = last_checkpoint(path) if path else None
+    document = make_checkpoint(keys, previous=previous)
     line = json.dumps(document, sort_keys=True, separators=(",", ":"))
     sinks: list[str] = []
     failures: list[str] = []
@@ -225,6 +225,41 @@ def write_checkpoint(keys: AuditKeys) -> Written:
 # -- reading and checking them ---------------------------------------------------------
 
 
+def last_checkpoint(path: Path) -> Checkpoint | None:
+    """The file's last checkpoint, read from its end (the file grows by one line every
+    few minutes, for years); None when it has none."""
+    if not path.exists():
+        return None
+    with path.open("rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - 2 * MAX_LINE))
+        tail = fh.read().decode("utf-8", errors="replace")
+    lines = tail.splitlines()
+    if size > 2 * MAX_LINE:
+        lines = lines[1:]  # the first may be cut
+    for raw in reversed(lines):
+        if raw.strip():
+            return _parse(0, raw.strip())
+    return None
+
+
+def _parse(number: int, line: str) -> Checkpoint:
+    document: dict[str, Any] = {}
+    problem = ""
+    if len(line) > MAX_LINE:
+        problem = "the line is too long to be a checkpoint"
+    else:
+        with contextlib.suppress(ValueError):
+            parsed = json.loads(line)
+            document = parsed if isinstance(parsed, dict) else {}
+        if document.get("type") != CHECKPOINT_TYPE:
+            problem = "not a specadmin audit checkpoint"
+        elif not isinstance(document.get("head_id"), int):
+            problem = "no head event id"
+    return Checkpoint(number, document, line_digest(line), problem)
+
+
 def read_checkpoints(path: Path) -> list[Checkpoint]:
     """Every line of a checkpoint file, parsed (a line that is not one is kept, with its
     problem, so a verifier can say so)."""
@@ -233,28 +268,25 @@ def read_checkpoints(path: Path) -> list[Checkpoint]:
     result = []
     with path.open(encoding="utf-8", errors="replace") as fh:
         for number, raw in enumerate(fh, start=1):
-            line = raw.strip()
-            if not line:
-                continue
-            document: dict[str, Any] = {}
-            problem = ""
-            if len(line) > MAX_LINE:
-                problem = "the line is too long to be a checkpoint"
-            else:
-                with contextlib.suppress(ValueError):
-                    parsed = json.loads(line)
-                    document = parsed if isinstance(parsed, dict) else {}
-                if document.get("type") != CHECKPOINT_TYPE:
-                    problem = "not a specadmin audit checkpoint"
-                elif not isinstance(document.get("head_id"), int):
-                    problem = "no head event id"
-            result.append(Checkpoint(number, document, line_digest(line), problem))
+            if raw.strip():
+                result.append(_parse(number, raw.strip()))
     return result
 
 
 def checkpoint_problem(checkpoint: Checkpoint, keys: AuditKeys | None = None) -> str:
     """What is wrong between `checkpoint` and the chain in the database ("" if nothing):
     a bad signature, or the event it saw missing or different."""
+    problem = document_problem(checkpoint, keys)
+    if problem or checkpoint.head_id == 0:
+        return problem
+    head_id = checkpoint.head_id
+    stored = AuditEvent.objects.filter(pk=head_id).values_list("hash", flat=True).first()
+    last = AuditEvent.objects.filter(pk__lt=head_id).order_by("-id").values_list("id", flat=True)
+    return head_problem(checkpoint, stored, last.first() or 0)
+
+
+def document_problem(checkpoint: Checkpoint, keys: AuditKeys | None) -> str:
+    """What is wrong with the checkpoint itself: unreadable, or not signed with `keys`."""
     if checkpoint.problem:
         return f"{checkpoint.describe()}: {checkpoint.problem}"
     if keys is not None and not signature_ok(checkpoint.document, keys):
@@ -262,13 +294,17 @@ def checkpoint_problem(checkpoint: Checkpoint, keys: AuditKeys | None = None) ->
             f"{checkpoint.describe()} has no valid signature of this audit key "
             f"(key id {keys.key_id}): it was not written by specadmin with it"
         )
+    return ""
+
+
+def head_problem(checkpoint: Checkpoint, stored: str | None, chain_end: int) -> str:
+    """The checkpointed event against the database: `stored` is its hash there (None:
+    absent) and `chain_end` the newest event id below it."""
     head_id = checkpoint.head_id
     if head_id == 0:
         return ""
-    event = AuditEvent.objects.filter(pk=head_id).values_list("hash", flat=True).first()
-    if event is None:
-        last = AuditEvent.objects.filter(pk__lt=head_id).order_by("-id").first()
-        first_missing = (last.id + 1) if last else 1
+    if stored is None:
+        first_missing = chain_end + 1
         span = (
             f"event #{head_id} is missing"
             if first_missing == head_id
@@ -276,12 +312,12 @@ def checkpoint_problem(checkpoint: Checkpoint, keys: AuditKeys | None = None) ->
         )
         return (
             f"{span}: {checkpoint.describe()} saw the chain end at event #{head_id}, "
-            f"the database's chain ends at #{last.id if last else 0}"
+            f"the database's chain ends at #{chain_end}"
         )
-    if event != checkpoint.head_hash:
+    if stored != checkpoint.head_hash:
         return (
             f"event #{head_id} is not the event {checkpoint.describe()} saw (hash "
-            f"{checkpoint.head_hash[:12]}…, now {event[:12]}…): it or an event before it "
+            f"{checkpoint.head_hash[:12]}…, now {stored[:12]}…): it or an event before it "
             "was altered and the hashes recomputed"
         )
     return ""
@@ -294,6 +330,8 @@ __all__ = [
     "chain_head",
     "checkpoint_file",
     "checkpoint_problem",
+    "document_problem",
+    "head_problem",
     "make_checkpoint",
     "read_checkpoints",
     "sign",

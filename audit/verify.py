@@ -19,7 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from audit.checkpoints import Checkpoint, checkpoint_file, checkpoint_problem, read_checkpoints
+from audit.checkpoints import (
+    Checkpoint,
+    checkpoint_file,
+    document_problem,
+    head_problem,
+    read_checkpoints,
+)
 from audit.keys import AuditKeyError, AuditKeys, key_path, load_keys
 from audit.models import GENESIS_HASH, AuditChainHead, AuditEvent
 
@@ -63,12 +69,17 @@ def verify_chain(*, chunk_size: int = 2000, checkpoints_path: Path | None = None
 
     count = 0
     prev: AuditEvent | None = None
+    # The hashes the checkpoints name, collected on the way (no query per checkpoint).
+    wanted = {c.head_id for c in checkpoints if not c.problem}
+    seen: dict[int, str] = {}
     events = AuditEvent.objects.order_by("id").iterator(chunk_size=chunk_size)
     for event in events:
         count += 1
         problem = _event_problem(event, prev, keys, keyed_from)
         if problem:
             return ChainReport(count, problem, event.id)
+        if event.id in wanted:
+            seen[event.id] = event.hash
         prev = event
 
     head = AuditChainHead.objects.filter(pk=AuditChainHead.SINGLETON_ID).first()
@@ -82,7 +93,7 @@ def verify_chain(*, chunk_size: int = 2000, checkpoints_path: Path | None = None
             f" (hash {head.last_hash[:12]}…): events at the end were deleted or altered",
             last_id or None,
         )
-    problem, event_id = _checkpoints_problem(checkpoints, keys)
+    problem, event_id = _checkpoints_problem(checkpoints, keys, seen, last_id)
     if problem:
         return ChainReport(count, problem, event_id)
     return ChainReport(count, checkpoints=len(checkpoints))
@@ -122,9 +133,10 @@ def _event_problem(
 
 
 def _checkpoints_problem(
-    checkpoints: list[Checkpoint], keys: AuditKeys | None
+    checkpoints: list[Checkpoint], keys: AuditKeys | None, seen: dict[int, str], chain_end: int
 ) -> tuple[str, int | None]:
-    """The first checkpoint the chain contradicts (newest first: it covers the most)."""
+    """The first checkpoint the (intact, contiguous) chain contradicts, newest first: it
+    covers the most. `seen`: the hash of each checkpointed event the walk found."""
     previous_digest = ""
     for checkpoint in checkpoints:
         if checkpoint.problem:
@@ -138,7 +150,9 @@ def _checkpoints_problem(
             )
         previous_digest = checkpoint.digest
     for checkpoint in reversed(checkpoints):
-        problem = checkpoint_problem(checkpoint, keys)
+        problem = document_problem(checkpoint, keys) or head_problem(
+            checkpoint, seen.get(checkpoint.head_id), min(chain_end, checkpoint.head_id - 1)
+        )
         if problem:
             return problem, checkpoint.head_id or None
     return "", None

@@ -402,3 +402,11 @@ def test_checkpoints_reach_a_log_host_over_ssh_and_verify_from_there(
     tamper("UPDATE audit_auditchainhead SET last_id = 4, last_hash = %s", [chain[3].hash])
 
     assert "event #5 is missing" in broken("--checkpoints", str(copy))
+
+
+def test_a_long_checkpoint_file_keeps_its_chain_of_checkpoints(chain, alice, settings):
+    for _ in range(25):  # past the tail the writer reads (2 × 4 KiB)
+        record(kind="rollback", actor=alice)
+        checkpoint()
+    assert Path(settings.AUDIT_CHECKPOINT_FILE).stat().st_size > 8192
+    assert verifyaudit() == "OK: 30 events, chain intact; matches 26 checkpoints"
