@@ -49,11 +49,16 @@ def transport_error(action: str, exc: TransportError) -> ValidationError:
     return ValidationError(f"{action}: {exc}", code=type(exc).__name__)
 
 
-def host_probe_key(*, address: str, port: int) -> HostKeyInfo:
-    """The key the host presents now (step 1 of adding a host; nothing is stored)."""
+def _check_address(address: str) -> None:
+    """A field error for what the socket layer's IDNA codec would refuse (issue 9)."""
     problem = host_address_problem(address)
     if problem:
         raise ValidationError({"address": [problem]})
+
+
+def host_probe_key(*, address: str, port: int) -> HostKeyInfo:
+    """The key the host presents now (step 1 of adding a host; nothing is stored)."""
+    _check_address(address)
     try:
         return probe_host_key(address, port, KEY_PROBE_TIMEOUT)
     except TransportError as exc:
@@ -104,6 +109,7 @@ def host_create(
     and must still present exactly that key, else nothing is saved.
     """
     require(created_by, ADD_HOST, "add hosts")
+    _check_address(address.strip())
     host = Host(
         name=name.strip(),
         address=address.strip(),
@@ -295,6 +301,7 @@ def host_update(*, host: Host, actor: User, **values: Any) -> list[str]:
         new = {name: values.get(name, getattr(current, name)) for name in EDITABLE_FIELDS}
         for text in ("address", "username"):
             new[text] = str(new[text]).strip()
+        _check_address(new["address"])
         if new["transport"] == Host.Transport.SSH:
             new["key_file"] = _clean_key_file(new["auth"], str(new["key_file"]))
         else:

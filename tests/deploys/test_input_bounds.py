@@ -4,10 +4,12 @@ are a field error, never a 500 (issue 9, "Bad input")."""
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
 from deploys.models import Host
+from deploys.services.hosts import host_create, host_update
 from deploys.transports import HostUnreachable
 from deploys.transports.ssh import SSHTransport, probe_host_key
 from tests.deploys.helpers import People, fake_host_key
@@ -51,3 +53,13 @@ def test_ssh_transport_reports_an_address_idna_refuses_as_unreachable(address: s
     )
     with pytest.raises(HostUnreachable, match="not a valid host name"):
         transport.run(["true"])
+
+
+def test_services_refuse_such_addresses_too(people: People, host: Host) -> None:
+    with pytest.raises(ValidationError) as info:
+        host_update(host=host, actor=people.ada, address="b..c")
+    assert "is not a host name or an IP address" in info.value.message_dict["address"][0]
+    with pytest.raises(ValidationError):
+        host_create(name="gpu-z", address="a" * 64, created_by=people.ada, transport="local")
+    host.refresh_from_db()
+    assert host.address == "10.0.0.7"
