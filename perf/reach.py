@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from deploys.jobs.service import ALL_INTERFACES, DEFAULT_PORT, VllmService
-from deploys.models import DeployRequest
+from perf.selectors import last_deploy
 
 LOOPBACKS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -52,16 +52,7 @@ def worker_url(service: VllmService, host: Any) -> str:
 
 def deployed_url(profile: Any, host: Any) -> str:
     """The URL of `profile` as last deployed to `host` (its version's --host and --port)."""
-    request = (
-        DeployRequest.objects.filter(
-            profile_version__profile=profile,
-            host=host,
-            status=DeployRequest.Status.SUCCEEDED,
-        )
-        .select_related("profile_version")
-        .order_by("-finished_at", "-pk")
-        .first()
-    )
+    request = last_deploy(profile, host)
     if request is None:
         raise ServiceUnreachable(
             f"profile {profile.name} was never deployed to {host.name} successfully; give the URL"

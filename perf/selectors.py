@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from deploys.models import DeployRequest
 from perf.models import Baseline, BenchPolicy, BenchRun
 
 
@@ -34,4 +35,16 @@ def profile_host_pairs() -> list[dict[str, Any]]:
         BenchRun.objects.values("profile_id", "profile__name", "host_id", "host__name")
         .distinct()
         .order_by("profile__name", "host__name")
+    )
+
+
+def last_deploy(profile: Any, host: Any) -> DeployRequest | None:
+    """The newest successful deploy of any version of `profile` to `host`."""
+    return (
+        DeployRequest.objects.filter(
+            profile_version__profile=profile, host=host, status=DeployRequest.Status.SUCCEEDED
+        )
+        .select_related("profile_version")
+        .order_by("-finished_at", "-pk")
+        .first()
     )

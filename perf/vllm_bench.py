@@ -126,7 +126,8 @@ def run_vllm_bench(host: Any, settings: RunSettings, actor: Any = None) -> Bench
                 else:
                     merged.levels += level_result.levels
                     merged.incomplete = merged.incomplete or level_result.incomplete
-            assert merged is not None
+            if merged is None:
+                raise VllmBenchError("no concurrency level to measure")
             merged.engine = ENGINE_VLLM
             return merged
         finally:

@@ -16,9 +16,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from deploys.models import DeployRequest, Host
+from deploys.models import Host
 from perf.reach import ServiceUnreachable, deployed_url
-from perf.selectors import baseline_for, policy_for
+from perf.selectors import baseline_for, last_deploy, policy_for
 from perf.services import compare_with_baseline, record_run
 from perf.step import run_settings
 from perf.vllm_bench import VllmBenchError, run_vllm_bench
@@ -72,7 +72,7 @@ class Command(BaseCommand):
                 result=result,
                 profile=profile,
                 host=host,
-                profile_version=self._deployed_version(profile, host),
+                profile_version=getattr(last_deploy(profile, host), "profile_version", None),
                 url=url,
             )
             data["bench_run"] = run.pk
@@ -114,17 +114,6 @@ class Command(BaseCommand):
         settings = run_settings(policy_for(profile), baseline.run.settings, url, ns.api_key or "")
         settings.repeats = ns.repeats
         return settings
-
-    @staticmethod
-    def _deployed_version(profile: Any, host: Any) -> Any:
-        request = (
-            DeployRequest.objects.filter(
-                profile_version__profile=profile, host=host, status=DeployRequest.Status.SUCCEEDED
-            )
-            .order_by("-finished_at", "-pk")
-            .first()
-        )
-        return request.profile_version if request else None
 
 
 __all__ = ["Command"]
