@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from servebench import RunSettings, run_sync
@@ -9,6 +11,10 @@ from tests.bench.conftest import StartDouble
 from tests.doubles.vllm_double_schedule import plan_chunks, step_interval_s, true_timings
 
 TTFT_MS = 250.0  # a long-prompt prefill; 2% = 5 ms
+# A systematic error fails every attempt; a burst of load from the other work on the shared
+# 2-core machine (seen: every stream 30 ms late while two test workers ran) fails one. (No
+# assertion on the TTFT mean: one request in a few dozen waits 5-10 ms for a CPU.)
+ATTEMPTS = 3
 MAX_TOKENS = 81  # 80 decode steps after the first token
 
 
@@ -39,19 +45,28 @@ def test_ttft_and_tpot_are_within_two_percent_of_the_schedule(
             itl_s=step_interval_s(itl_ms=0, tokens_per_s=rate, num_speculative_tokens=0),
         )
     )
-    result = run_sync(_settings(url, endpoint=endpoint))
-    level = result.levels[0]
-    assert not result.incomplete, level.errors
-    assert level.completed == 16
-    assert level.total_output_tokens == 16 * MAX_TOKENS
-    ttfts = sorted(round(t, 1) for t in level.samples_ms("ttft"))
-    assert level.ttft_ms.median == pytest.approx(truth.ttft_s * 1000, rel=0.02), ttfts
-    # (no assertion on the TTFT mean: on the shared 2-core machine one request in a few
-    # dozen waits 5-10 ms for a CPU, which moves a mean of 16 but not the median)
-    tpots = sorted(round(t, 3) for t in level.samples_ms("tpot"))
-    assert level.tpot_ms.median == pytest.approx(truth.tpot_s * 1000, rel=0.02), tpots
-    assert level.tpot_ms.mean == pytest.approx(truth.tpot_s * 1000, rel=0.02), tpots
-    assert level.e2el_ms.median == pytest.approx(truth.e2el_s * 1000, rel=0.02)
+    misses = []
+    for _ in range(ATTEMPTS):
+        result = run_sync(_settings(url, endpoint=endpoint))
+        level = result.levels[0]
+        assert not result.incomplete, level.errors
+        assert level.completed == 16
+        assert level.total_output_tokens == 16 * MAX_TOKENS
+        measured = {
+            "TTFT p50": (level.ttft_ms.median, truth.ttft_s * 1000),
+            "TPOT p50": (level.tpot_ms.median, truth.tpot_s * 1000),
+            "TPOT mean": (level.tpot_ms.mean, truth.tpot_s * 1000),
+            "E2EL p50": (level.e2el_ms.median, truth.e2el_s * 1000),
+        }
+        off = {k: (m, t) for k, (m, t) in measured.items() if abs(m / t - 1) > 0.02}
+        if not off:
+            return
+        ttfts = sorted(round(x) for x in level.samples_ms("ttft"))
+        misses.append(
+            ", ".join(f"{k} {m:.2f} vs {t:.2f} ms" for k, (m, t) in off.items())
+            + f" (load {os.getloadavg()[0]:.1f}; TTFTs {ttfts})"
+        )
+    pytest.fail("more than 2% off the schedule in every attempt:\n" + "\n".join(misses))
 
 
 def test_multi_token_chunks_of_speculative_decoding_are_counted_right(
