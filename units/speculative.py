@@ -28,7 +28,7 @@ SPEC_FIELDS: tuple[str, ...] = tuple(SPEC_KEYS)
 
 FIELD_LABELS: dict[str, str] = {
     "spec_draft_model": "draft model",
-    "spec_num_tokens": "speculative tokens",
+    "spec_num_tokens": "number of speculative tokens",
     "spec_prompt_lookup_min": "prompt lookup min",
     "spec_prompt_lookup_max": "prompt lookup max",
     "spec_draft_tensor_parallel_size": "draft tensor parallel size",
@@ -142,7 +142,9 @@ def validate_spec(data: dict[str, Any], errors: dict[str, list[str]]) -> None:
                 f"({shape.summary}); clear this field."
             )
     for field in sorted(shape.requires - set(given)):
-        errors.setdefault(field, []).append(f"The {method} method needs a {FIELD_LABELS[field]}.")
+        errors.setdefault(field, []).append(
+            f"The {method} method needs a {FIELD_LABELS[field]} ({SPEC_KEYS[field]})."
+        )
     tokens = data.get("spec_num_tokens")
     if isinstance(tokens, int) and tokens < 1:
         errors.setdefault("spec_num_tokens", []).append(

@@ -295,7 +295,7 @@ def deploy_request_reject(
             decided_by=approver,
             decided_at=now,
             decision_comment=comment,
-            status_reason="Rejected.",
+            status_reason="",  # the status and the decision comment say it all
         )
         if claimed:
             _audit(AuditKind.DEPLOY_REJECTED, approver, request, {"comment": comment})

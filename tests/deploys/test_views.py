@@ -3,6 +3,7 @@ approve/reject, job steps. Host I/O is replaced by the `on_host` fixture (confte
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -329,6 +330,8 @@ def test_reject_with_a_comment(people: People, make_request: Callable[..., Deplo
     bob.post(url("request_reject", request.pk), {"comment": "wrong GPU split"})
     request.refresh_from_db()
     assert request.status == Status.REJECTED
+    page = re.sub(r"<[^>]+>", "", bob.get(url("request_detail", request.pk)).content.decode())
+    assert "Rejected — Rejected" not in page and "wrong GPU split" in page
 
 
 def test_request_list_filters_by_status_and_host(

@@ -223,7 +223,11 @@ def test_spec_methods_come_from_the_target_version() -> None:
         ({"spec_method": "suffix", "target_vllm_version": "0.11.0"}, "spec_method", "not accepted"),
         ({"spec_method": "medusa", "target_vllm_version": "0.33.0"}, "spec_method", "not accepted"),
         ({"spec_method": "magic"}, "spec_method", "is not a speculative method"),
-        ({"spec_num_tokens": None}, "spec_num_tokens", "needs a speculative tokens"),
+        (
+            {"spec_num_tokens": None},
+            "spec_num_tokens",
+            "needs a number of speculative tokens (num_speculative_tokens).",
+        ),
         ({"spec_num_tokens": 0}, "spec_num_tokens", "at least 1"),
         ({"spec_prompt_lookup_min": 0}, "spec_prompt_lookup_min", "at least 1"),
         ({"spec_prompt_lookup_min": 5}, "spec_prompt_lookup_min", "larger than max (4)"),
@@ -236,7 +240,7 @@ def test_spec_methods_come_from_the_target_version() -> None:
         (
             {"spec_method": "eagle", "spec_prompt_lookup_max": None},
             "spec_draft_model",
-            "needs a draft model",
+            "needs a draft model (model).",
         ),
         (
             {"spec_method": "mtp", "spec_prompt_lookup_max": 4},
