@@ -30,7 +30,7 @@ class MissingPermission(PermissionDenied):
 
     def __init__(self, perms: Iterable[str], message: str = "") -> None:
         self.perms = tuple(perms)
-        super().__init__(message or "You do not have the permission this page needs.")
+        super().__init__(message or "Your roles do not allow this page.")
 
 
 def requires(*perms: str) -> Callable[[View], View]:
@@ -66,12 +66,8 @@ def _needs(perms: tuple[str, ...]) -> list[dict[str, Any]]:
         if permission is None:
             continue
         roles = Group.objects.filter(permissions=permission).order_by("name")
-        needs.append(
-            {
-                "action": permission.name[:1].lower() + permission.name[1:],
-                "roles": [group.name for group in roles],
-            }
-        )
+        action = permission.name.removeprefix("Can ").removeprefix("can ")
+        needs.append({"action": action, "roles": [group.name for group in roles]})
     return needs
 
 

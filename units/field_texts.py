@@ -3,7 +3,9 @@ the edit page groups fields into (in the order an operator thinks)."""
 
 from __future__ import annotations
 
-from units.speculative import SPEC_FIELDS
+from units.speculative import SPEC_FIELDS, SPEC_KEYS
+
+SPEC_KEYS_METHOD = "method"  # the key of --speculative-config the method goes to
 
 # (anchor, title, fields): the edit page's sections, in the order an operator thinks.
 SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -104,25 +106,95 @@ LABELS: dict[str, str] = {
     "target_systemd_version": "Target systemd version",
 }
 
+# What each field writes, shown beside its label: the vLLM flag, the key inside
+# --speculative-config (units.speculative.SPEC_KEYS), or the unit setting. Checked against
+# what the rendering writes (tests/units/test_form.py).
+KEYS: dict[str, str] = {
+    "name": "NAME.service",
+    "description": "Description=",
+    "vllm_executable": "ExecStart=",
+    "model": "model",
+    "served_model_names": "--served-model-name",
+    "host": "--host",
+    "port": "--port",
+    "tensor_parallel_size": "--tensor-parallel-size",
+    "gpu_devices": "CUDA_VISIBLE_DEVICES",
+    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "max_model_len": "--max-model-len",
+    "max_num_seqs": "--max-num-seqs",
+    "quantization": "--quantization",
+    "kv_cache_dtype": "--kv-cache-dtype",
+    "trust_remote_code": "--trust-remote-code",
+    "enable_expert_parallel": "--enable-expert-parallel",
+    "spec_method": SPEC_KEYS_METHOD,
+    **SPEC_KEYS,
+    "extra_args": "vllm serve …",
+    "environment": "Environment=",
+    "environment_file": "EnvironmentFile=",
+    "user": "User=",
+    "group": "Group=",
+    "working_directory": "WorkingDirectory=",
+    "restart": "Restart=",
+    "restart_sec": "RestartSec=",
+    "timeout_start_sec": "TimeoutStartSec=",
+    "timeout_stop_sec": "TimeoutStopSec=",
+    "gpu_free_wait": "ExecStartPre=",
+    "gpu_free_wait_sec": "ExecStartPre=",
+    "gpu_free_threshold_mib": "ExecStartPre=",
+    "target_vllm_version": "lint",
+    "target_systemd_version": "lint",
+}
+
 HELP: dict[str, str] = {
-    "name": "The unit is NAME.service. Letters, digits, “_”, “-”, “.”, “:”.",
-    "vllm_executable": "Absolute path to `vllm`, or to a venv's python (runs the API server).",
-    "model": "Local path or Hugging Face ID.",
-    "served_model_names": "One per line; clients use these names in requests.",
-    "host": "0.0.0.0 listens on every interface.",
+    "name": "The unit is NAME.service (also the profile's name; fixed once saved). Letters, "
+    "digits, “_”, “-”, “.”, “:”.",
+    "description": "Shown by systemctl status; empty: “vLLM <served name>”.",
+    "vllm_executable": "Absolute path of vllm (runs “vllm serve”), or of a venv's python "
+    "(runs the OpenAI API server module).",
+    "model": "Local path or Hugging Face ID of the model vLLM loads.",
+    "served_model_names": "One per line; clients ask for these names. Empty: the model path.",
+    "host": "Address vLLM listens on. 0.0.0.0 is every interface: the API is then open to "
+    "the network.",
+    "port": "Port vLLM listens on (vLLM's default is 8000).",
+    "tensor_parallel_size": "GPUs one model copy is split across; usually the number of "
+    "GPU devices below.",
     "gpu_devices": "CUDA_VISIBLE_DEVICES: indices (0,1,2) or GPU UUIDs; empty: all GPUs.",
     "gpu_memory_utilization": "Fraction of each GPU's memory vLLM may use, e.g. 0.9.",
-    "max_model_len": "Tokens, e.g. 32768, 32k or 128K.",
-    "spec_method": "Methods offered are those the target vLLM version accepts.",
-    "extra_args": "One argument per line: an option and its value on separate lines "
-    "(or --option=value).",
+    "max_model_len": "Context length in tokens, e.g. 32768, 32k or 128K; empty: the model's.",
+    "max_num_seqs": "Requests processed at once (batch size); empty: vLLM's default.",
+    "quantization": "Weight quantization method; empty: detected from the model.",
+    "kv_cache_dtype": "Data type of the KV cache, e.g. fp8 to fit longer contexts; empty: auto.",
+    "trust_remote_code": "Runs the model repository's own Python code. Only for models you trust.",
+    "enable_expert_parallel": "Spreads the experts of a mixture-of-experts model over the "
+    "GPUs instead of splitting every expert.",
+    "gpu_free_wait": "Before starting, wait until every GPU is empty (memory and compute "
+    "processes), so vLLM never starts beside a leftover process.",
+    "gpu_free_wait_sec": "Bounded wait; must fit inside the start timeout.",
+    "gpu_free_threshold_mib": "A GPU counts as free at or below this much used memory.",
+    "spec_method": "Speculative decoding method, written into --speculative-config; the "
+    "list offers what the target vLLM version accepts.",
+    "spec_num_tokens": "Tokens proposed per step, at least 1.",
+    "spec_prompt_lookup_min": "n-gram: shortest prompt match to look up, at least 1.",
+    "spec_prompt_lookup_max": "n-gram: longest prompt match to look up, at least the min.",
+    "spec_draft_model": "The smaller model that proposes the tokens: a path or Hugging Face ID.",
+    "spec_draft_tensor_parallel_size": "GPUs the draft model is split across.",
+    "extra_args": "More vllm serve arguments, one option per line with its value after a "
+    "space or “=” (--max-num-batched-tokens 8192). The value is taken as written, JSON "
+    "included; a line without a leading “-” is one more value of the option above.",
     "environment": "One NAME=value per line. GPUs are set above, not here. Secrets go in "
     "the file below, not here.",
     "environment_file": "EnvironmentFile=: an absolute path on the host to a root-only file "
     "of NAME=value lines, e.g. HF_TOKEN=… or VLLM_API_KEY=… (what --api-key reads). The "
     "service fails to start without it; specadmin never reads or shows it.",
-    "gpu_free_wait_sec": "Bounded wait; must fit inside the start timeout.",
-    "gpu_free_threshold_mib": "A GPU counts as free at or below this much used memory.",
-    "target_vllm_version": "Flags and speculative methods are checked against this version.",
+    "user": "Account vLLM runs as. Empty: root, which with 0.0.0.0 serves the network as root.",
+    "group": "Group vLLM runs as; empty: the user's group.",
+    "working_directory": "Directory vLLM starts in; empty: /.",
+    "restart": "When systemd restarts vLLM after it exits.",
+    "restart_sec": "Pause before a restart.",
+    "timeout_start_sec": "Longest start-up systemd waits for, the GPU-free wait included; "
+    "large models load for many minutes.",
+    "timeout_stop_sec": "How long a stop may take before systemd kills what is left.",
+    "target_vllm_version": "Flags and speculative methods are checked against this version "
+    "(a host's probed version wins when deploying there).",
     "target_systemd_version": "Unit-file keys and Exec= parsing are checked for this version.",
 }

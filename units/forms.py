@@ -12,6 +12,7 @@ form (unit, findings, messages per field) in `units.preview`.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import Any
 
@@ -21,11 +22,12 @@ from django.core.exceptions import ValidationError
 from linting.systemd.catalog import available_versions as systemd_versions
 from linting.vllm.catalog import available_versions as vllm_versions
 from units import selectors
-from units.field_texts import HELP, LABELS, SECTIONS
+from units.field_texts import HELP, KEYS, LABELS, SECTIONS
 from units.models import PROFILE_FIELDS, RESTART_CHOICES, ServiceProfile
 from units.preview import FieldRow, Issue, Section
 from units.profile_data import (
     BOOL_FIELDS,
+    DEFAULT_VLLM_EXECUTABLE,
     INT_FIELDS,
     default_data,
     normalize_profile_data,
@@ -41,6 +43,8 @@ _SELECT_FIELDS = frozenset(
     {"spec_method", "restart", "target_vllm_version", "target_systemd_version"}
 )
 _DATALIST_FIELDS = frozenset({"quantization", "kv_cache_dtype"})
+_NEGATIVE_NUMBER = re.compile(r"-\d+\Z|-\d*\.\d+\Z")
+_OPTION_AND_VALUE = re.compile(r"(\S+)\s+(\S.*)\Z", re.S)
 
 
 def _text_lines(text: str | None) -> list[str]:
@@ -78,21 +82,50 @@ def parse_environment(text: str | None) -> tuple[dict[str, str], list[str]]:
     return variables, problems
 
 
-def extra_arg_problems(words: list[str]) -> list[str]:
-    """An option and its value typed on one line reach vLLM as ONE word (`"--a b"`), which
-    argparse does not know; say so instead of letting the linter call it an unknown flag."""
-    problems = []
-    for word in words:
-        if not word.startswith("-"):
-            continue
-        head = word.split("=", 1)[0]
-        if any(c.isspace() for c in head):
-            option, _, value = head.partition(" ")
-            problems.append(
-                f"“{word}”: put the option and its value on separate lines "
-                f"({option} then {value.strip()}), or write {option}={value.strip()}."
-            )
-    return problems
+def _is_option(word: str) -> bool:
+    """An option word to argparse (a negative number is a value: `_negative_number_matcher`
+    in Lib/argparse.py, as vLLM has no option that looks like one)."""
+    return word.startswith("-") and not _NEGATIVE_NUMBER.match(word)
+
+
+def parse_extra_args(text: str | None) -> list[str]:
+    """ "Extra arguments" text → argv words. One option per line; on an option's line the
+    value may follow the first run of spaces (`--max-loras 4`) and is taken as written,
+    JSON included; `--option=value` and a line that is not an option are one word each."""
+    words: list[str] = []
+    for line in _lines(text):
+        match = _OPTION_AND_VALUE.match(line)
+        if match and _is_option(line) and "=" not in match[1]:
+            words.extend(match.groups())
+        else:
+            words.append(line)
+    return words
+
+
+def extra_args_text(words: list[str]) -> str:
+    """Argv words → the form's text: an option and its value share a line where the line
+    reads back as the same two words (`parse_extra_args`)."""
+    lines: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        value = words[i + 1] if i + 1 < len(words) else None
+        pairable = (
+            _is_option(word)
+            and not any(c.isspace() for c in word)
+            and "=" not in word
+            and value is not None
+            and value
+            and not _is_option(value)
+            and value == value.strip()
+        )
+        if pairable:
+            lines.append(f"{word} {value}")
+            i += 2
+        else:
+            lines.append(word)
+            i += 1
+    return "\n".join(lines)
 
 
 @cache
@@ -129,8 +162,10 @@ def initial_from_data(data: dict[str, Any]) -> dict[str, Any]:
         value = data.get(name)
         if name in BOOL_FIELDS:
             initial[name] = bool(value)
-        elif name in ("served_model_names", "extra_args"):
+        elif name == "served_model_names":
             initial[name] = "\n".join(value or [])
+        elif name == "extra_args":
+            initial[name] = extra_args_text(list(value or []))
         elif name == "environment":
             initial[name] = "\n".join(f"{k}={v}" for k, v in (value or {}).items())
         else:
@@ -179,7 +214,11 @@ class ProfileForm(forms.Form):
         **kwargs: Any,
     ) -> None:
         self.profile = profile
-        start = initial_data or (profile_data(profile) if profile else default_data())
+        start = initial_data or (
+            profile_data(profile)
+            if profile
+            else {**default_data(), "vllm_executable": DEFAULT_VLLM_EXECUTABLE}
+        )
         kwargs.setdefault("initial", initial_from_data(start))
         super().__init__(*args, **kwargs)
         for name in PROFILE_FIELDS:
@@ -234,7 +273,7 @@ class ProfileForm(forms.Form):
         then names what is wrong)."""
         values: dict[str, Any] = {name: self._value(name) for name in PROFILE_FIELDS}
         values["served_model_names"] = _lines(values["served_model_names"])
-        values["extra_args"] = _lines(values["extra_args"])
+        values["extra_args"] = parse_extra_args(values["extra_args"])
         values["environment"], _ = parse_environment(values["environment"])
         for name in BOOL_FIELDS:
             values[name] = bool(values[name])
@@ -258,9 +297,6 @@ class ProfileForm(forms.Form):
         _, env_problems = parse_environment(self._value("environment"))
         if env_problems:
             result["environment"] = env_problems
-        arg_problems = extra_arg_problems(_lines(self._value("extra_args")))
-        if arg_problems:
-            result["extra_args"] = arg_problems
         return result
 
     def add_service_error(self, exc: ValidationError) -> None:
@@ -283,7 +319,7 @@ class ProfileForm(forms.Form):
                 hidden = name in SPEC_FIELDS and name not in taken
                 if hidden:
                     self.fields[name].widget.attrs["disabled"] = "disabled"
-                rows.append(FieldRow(self[name], issues.get(name, []), hidden))
+                rows.append(FieldRow(self[name], issues.get(name, []), hidden, KEYS[name]))
             result.append(Section(anchor, title, rows))
         return result
 

@@ -59,7 +59,10 @@ class ProfileLint:
     lines: dict[int, LineInfo]
 
     def field_of(self, finding: Finding) -> str:
-        """The profile field whose line holds the finding ("__all__" when none does)."""
+        """The profile field whose line holds the finding ("__all__" when none does), or
+        the field that fixes it where that is another one (FIXED_AT)."""
+        if finding.code in FIXED_AT:
+            return FIXED_AT[finding.code]
         info = self.lines.get(finding.span.start.line)
         field = info.field if info else "__all__"
         return _spec_field(finding.message) if field == "spec_method" else field
@@ -76,6 +79,12 @@ class ProfileLint:
         info = self.lines.get(finding.span.start.line)
         prefix = f"“{' '.join(info.words)}”: " if info and info.field == "extra_args" else ""
         return prefix + finding.message
+
+
+# Findings shown at the field that fixes them rather than at the line they point at:
+# OP410 (vLLM as root on every interface) points at --host, but the profile's fix is a
+# User= (docs/rules/OP410.md).
+FIXED_AT: dict[str, str] = {"OP410": "user"}
 
 
 def lint_profile(data: dict[str, Any], options: LintOptions | None = None) -> ProfileLint:

@@ -105,8 +105,10 @@ def mask_preview(preview: Preview) -> Preview:
     if preview.lines is not None:
         lines = [dataclasses.replace(line, text=mask_line(line.text)) for line in preview.lines]
     findings = [
-        (label, dataclasses.replace(issue, message=mask_line(issue.message)))
-        for label, issue in preview.findings
+        dataclasses.replace(
+            row, issue=dataclasses.replace(row.issue, message=mask_line(row.issue.message))
+        )
+        for row in preview.findings
     ]
     issues = {
         name: [dataclasses.replace(issue, message=mask_line(issue.message)) for issue in items]

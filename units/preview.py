@@ -11,8 +11,8 @@ from typing import Any
 
 from django import forms
 
-from linting.findings import Severity
-from units.field_texts import LABELS
+from linting.findings import Finding, Severity
+from units.field_texts import LABELS, SECTIONS
 from units.linting import ProfileLint, lint_profile
 from units.models import PROFILE_FIELDS
 from units.profile_data import normalize_profile_data
@@ -37,6 +37,7 @@ class FieldRow:
     field: forms.BoundField
     issues: list[Issue]
     hidden: bool = False
+    key: str = ""  # the flag, JSON key or unit setting the field writes
 
 
 @dataclass(frozen=True)
@@ -54,20 +55,51 @@ class UnitLine:
     codes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class FindingRow:
+    """One lint finding in the list under the unit: the field it belongs to (GENERAL for
+    the unit as a whole), that field's label, and the finding."""
+
+    field: str
+    label: str
+    issue: Issue
+
+
+# A unit is worth judging as a whole once these are filled in (a blank form is not).
+REQUIRED_FIELDS = ("name", "vllm_executable", "model")
+_FORM_ORDER = [name for _, _, names in SECTIONS for name in names]
+
+
+def error_count(issues: dict[str, list[Issue]]) -> int:
+    return sum(1 for items in issues.values() for issue in items if issue.severity == "error")
+
+
+def first_problem(issues: dict[str, list[Issue]]) -> FindingRow | None:
+    """The first error in the order of the form (the unit's own problems last)."""
+    for name in (*_FORM_ORDER, GENERAL):
+        for issue in issues.get(name, ()):
+            if issue.severity == "error":
+                return FindingRow(name, LABELS.get(name, "Unit"), issue)
+    return None
+
+
 @dataclass
 class Preview:
     """The rendered unit (None when the data cannot be rendered yet), its findings, and
     every message per form field (GENERAL for the rest)."""
 
     lines: list[UnitLine] | None
-    findings: list[tuple[str, Issue]]  # (field label, issue), in line order
+    findings: list[FindingRow]  # in line order
     issues: dict[str, list[Issue]] = field(default_factory=dict)
 
     @property
     def counts(self) -> dict[str, int]:
+        """Every message shown at a field (or for the whole unit), by severity: the badges
+        count what the page shows, each problem once."""
         counts = {"error": 0, "warning": 0, "info": 0}
-        for _, issue in self.findings:
-            counts[issue.severity] += 1
+        for items in self.issues.values():
+            for issue in items:
+                counts[issue.severity] += 1
         return counts
 
     @property
@@ -86,13 +118,18 @@ class Preview:
 
 
 def build_preview(
-    data: dict[str, Any], extra_errors: dict[str, list[str]] | None = None
+    data: dict[str, Any],
+    extra_errors: dict[str, list[str]] | None = None,
+    *,
+    shown: set[str] | None = None,
 ) -> Preview:
     """Validate, render and lint `data` without saving anything.
 
-    Validation messages come first at each field; lint findings follow with their rule
-    code and unit line. The unit is rendered and linted once: the blocking findings are
-    the same ones the save's lint stage reports, so they are shown once, as findings."""
+    Each problem is shown once at its field: validation's message (in the operator's
+    terms) where there is one, else the lint findings of the field's unit lines. Every
+    finding also stays in the list under the unit, linked to its field. `shown` limits
+    the messages to the fields a person has touched (a new, blank form); None shows all.
+    """
     data = normalize_profile_data(data)
     errors = field_errors(data)
     for name, messages in (extra_errors or {}).items():
@@ -106,9 +143,7 @@ def build_preview(
     issues: dict[str, list[Issue]] = {
         name: [Issue("error", m) for m in messages] for name, messages in errors.items()
     }
-    findings: list[tuple[str, Issue]] = []
-    severity_by_line: dict[int, Severity] = {}
-    codes_by_line: dict[int, list[str]] = {}
+    found: list[tuple[FindingRow, Finding]] = []
     for finding in lint.report.findings if lint else ():
         name = lint.field_of(finding)
         issue = Issue(
@@ -117,14 +152,23 @@ def build_preview(
             code=finding.code,
             line=finding.span.start.line,
         )
-        issues.setdefault(name, []).append(issue)
-        findings.append((LABELS.get(name, "Unit"), issue))
+        if name not in errors:  # validation already said it at the field
+            issues.setdefault(name, []).append(issue)
+        found.append((FindingRow(name, LABELS.get(name, "Unit"), issue), finding))
+    if shown is not None:
+        whole_unit = all(data.get(name) for name in REQUIRED_FIELDS)
+        visible = set(shown) | ({GENERAL} if whole_unit else set())
+        issues = {name: items for name, items in issues.items() if name in visible}
+        found = [(row, finding) for row, finding in found if row.field in visible]
+    severity_by_line: dict[int, Severity] = {}
+    codes_by_line: dict[int, list[str]] = {}
+    for _, finding in found:
         for number in range(finding.span.start.line, finding.span.end.line + 1):
             severity_by_line[number] = max(
                 severity_by_line.get(number, Severity.INFO), finding.severity
             )
             codes_by_line.setdefault(number, []).append(finding.code)
-    findings.sort(key=lambda item: (item[1].line or 0, item[1].code))
+    findings = sorted((row for row, _ in found), key=lambda r: (r.issue.line or 0, r.issue.code))
     lines = None
     if lint is not None:
         lines = [

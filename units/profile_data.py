@@ -59,6 +59,9 @@ MAX_INT_DIGITS = 18
 # them Decimal.normalize() raises decimal.Overflow (Emax 999999) or takes ages.
 MAX_DECIMAL_CHARS = 40
 MAX_DECIMAL_EXPONENT = 20
+# Where a new profile's form starts: vLLM installed in its own virtual environment, the
+# usual layout (`python -m venv /opt/vllm && /opt/vllm/bin/pip install vllm`).
+DEFAULT_VLLM_EXECUTABLE = "/opt/vllm/bin/vllm"
 # Model paths and names keep inner spaces but never surrounding ones (a form artefact).
 _NO_STRIP = frozenset({"description"})
 

@@ -25,7 +25,7 @@ from units.field_texts import LABELS
 from units.forms import CloneForm, ProfileFilterForm, ProfileForm, method_fields
 from units.masking import can_see_secrets, mask_data, mask_preview, mask_text
 from units.models import ProfileVersion, ServiceProfile
-from units.preview import GENERAL, Issue, build_preview
+from units.preview import GENERAL, Issue, build_preview, error_count, first_problem
 from units.profile_data import is_ascii_digits, profile_data
 from units.unicode_text import split_lines
 
@@ -115,6 +115,14 @@ def _merge_form_errors(form: ProfileForm, issues: dict[str, list[Issue]]) -> Non
         issues[key] = new + issues.get(key, [])
 
 
+def _touched(value: str | None) -> set[str] | None:
+    """The `touched` field of a new profile's form: the fields typed in so far (their
+    problems are shown), or `*` / absent for all."""
+    if value is None or value.strip() == "*":
+        return None
+    return {name for name in value.split(",") if name}
+
+
 def _form_page(
     request: HttpRequest,
     form: ProfileForm,
@@ -123,10 +131,21 @@ def _form_page(
     status: int = 200,
     conflict: list[tuple[str, str, str]] | None = None,
 ) -> HttpResponse:
-    preview = build_preview(form.to_data(), form.shape_errors())
+    """The edit page. A blank new profile shows no problems until fields are touched; a
+    refused save (400) shows all of them, says that nothing was saved and puts the cursor
+    in the first field with a problem."""
+    blank = profile is None and not form.is_bound
+    preview = build_preview(form.to_data(), form.shape_errors(), shown=set() if blank else None)
     issues = dict(preview.issues)
     if form.is_bound:
         _merge_form_errors(form, issues)
+    refused = None
+    if status == 400:
+        refused = {"count": error_count(issues), "first": first_problem(issues)}
+        first = refused["first"]
+        if first is not None and first.field in form.fields:
+            form.fields[first.field].widget.attrs["autofocus"] = "autofocus"
+    touched = None if profile is not None else ("" if blank else "*")
     return render(
         request,
         "units/edit.html",
@@ -138,6 +157,8 @@ def _form_page(
             "general_issues": issues.get(GENERAL, []),
             "method_fields": method_fields(),
             "conflict": conflict,
+            "refused": refused,
+            "touched": touched,
         },
         status=status,
     )
@@ -226,8 +247,11 @@ def profile_preview(request: HttpRequest) -> HttpResponse:
     if profile_id is not None:
         profile = ServiceProfile.objects.filter(pk=profile_id).first()
     form = ProfileForm(request.POST, profile=profile)
-    preview = build_preview(form.to_data(), form.shape_errors())
-    return render(request, "units/_preview.html", {"preview": preview, "oob": True})
+    shown = _touched(request.POST.get("touched")) if profile is None else None
+    preview = build_preview(form.to_data(), form.shape_errors(), shown=shown)
+    return render(
+        request, "units/_preview.html", {"preview": preview, "oob": True, "link_fields": True}
+    )
 
 
 @require_http_methods(["GET", "POST"])

@@ -1,6 +1,8 @@
 // Profile form: show only the speculative fields the chosen method takes, offer only the
-// methods the target vLLM version accepts, and keep field highlighting in step with the
-// live preview's messages (which htmx swaps in out-of-band).
+// methods the target vLLM version accepts, keep field highlighting in step with the live
+// preview's messages (which htmx swaps in out-of-band), tell the preview which fields of
+// a new profile were touched (only theirs show problems), never save a version on a
+// stray Enter, and put the cursor in the field a finding links to.
 (function () {
   "use strict";
 
@@ -41,6 +43,43 @@
         row.classList.toggle("has-issues", !!(list && list.children.length));
       });
     }
+
+    // A new profile: the preview shows the problems of the fields typed in so far ("*",
+    // after a refused save: all of them).
+    var touched = document.getElementById("touched");
+    function touch(event) {
+      var name = event.target && event.target.name;
+      if (!touched || !name || touched.value === "*" || name === "comment") return;
+      var names = touched.value ? touched.value.split(",") : [];
+      if (names.indexOf(name) < 0) names.push(name);
+      touched.value = names.join(",");
+    }
+    form.addEventListener("input", touch, true);
+    form.addEventListener("change", touch, true);
+
+    // Every save is a new, immutable version: Enter in a field does not save, it moves to
+    // the comment; Enter in the comment (or the button) saves.
+    var comment = form.elements.namedItem("comment");
+    form.addEventListener("keydown", function (event) {
+      var target = event.target;
+      if (event.key !== "Enter" || !target || target.tagName !== "INPUT") return;
+      if (target === comment || target.type === "submit") return;
+      event.preventDefault();
+      if (comment) {
+        comment.focus();
+        var hint = document.getElementById("enter-hint");
+        if (hint) hint.hidden = false;
+      }
+    });
+
+    // A finding's field link: scroll there and put the cursor in the field.
+    document.addEventListener("click", function (event) {
+      var link = event.target.closest && event.target.closest("a.field-link, #save-refused a");
+      if (!link) return;
+      var row = document.querySelector(link.getAttribute("href"));
+      var input = row && row.querySelector("input, select, textarea");
+      if (input) { event.preventDefault(); row.scrollIntoView({block: "center"}); input.focus(); }
+    });
 
     method.addEventListener("change", showSpecFields);
     version.addEventListener("change", function () { offerMethods(); showSpecFields(); });

@@ -60,7 +60,7 @@ def test_a_page_refused_for_lack_of_a_permission_names_the_roles_that_grant_it()
     assert response.status_code == 403
     text = response.content.decode()
     assert "<nav" in text  # the site's own page, with its navigation
-    need = text.split("Your roles")[0]
+    need = text.split("Your roles:")[0]
     assert "<strong>operator</strong>" in need and "<strong>admin</strong>" in need
     assert "approver" not in need  # approvers cannot add profiles
     assert re.search(r"Your roles:\s*<strong>viewer</strong>", text)
