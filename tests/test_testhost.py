@@ -368,6 +368,9 @@ def test_cli_up_status_down(tmp_path: Path) -> None:
         )
     assert down.returncode == 0, down.stderr
     assert not Path(info["base"]).exists()
+    # `down` returns only once the container is gone: no process left, not even a zombie
+    # waiting for the machine's init to reap it (the CLI is not nspawn's parent).
+    assert not Path(f"/proc/{info['nspawn_pid']}").exists()
 
 
 @pytest.mark.slow

@@ -223,10 +223,16 @@ class TestHost:
 
     # -- lifecycle ---------------------------------------------------------------------
     def stop(self, timeout: float = 20) -> None:
-        """Power off (SIGTERM to nspawn), SIGKILL if needed, unmount, remove; idempotent."""
-        _stop_processes(self.nspawn_pid, self.leader_pid, timeout)
+        """Power off (SIGTERM to nspawn), SIGKILL if needed, unmount, remove; idempotent.
+        Returns once the nspawn process is gone entirely (reaped, not a zombie)."""
+        reaped = _stop_processes(self.nspawn_pid, self.leader_pid, timeout)
         _unmount_and_remove(Path(self.base))
         _forget(self)
+        if not reaped:
+            raise TestHostError(
+                f"{self.name}: systemd-nspawn {self.nspawn_pid} ended but its parent did not "
+                "reap it within 10 s"
+            )
 
 
 # --------------------------------------------------------------------------------------
@@ -292,15 +298,40 @@ def _wait_gone(pids: Iterable[int], timeout: float) -> bool:
     return not any(_pid_alive(p) for p in pids)
 
 
+def _start_time(pid: int) -> str | None:
+    """The process's start time (field 22 of /proc/PID/stat): tells a reused PID apart."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _wait_reaped(pid: int, started: str | None, timeout: float) -> bool:
+    """Wait until `pid` has no /proc entry at all. A process that is not our child stays a
+    zombie until its parent (the machine's init, after the CLI `up` exited) reaps it: a
+    leftover check right after `down` would still see it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _reap_child(pid)
+        current = _start_time(pid)
+        if current is None or current != started:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def _reap_child(pid: int) -> None:
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, os.WNOHANG)
 
 
-def _stop_processes(nspawn_pid: int, leader_pid: int, timeout: float) -> None:
-    """SIGTERM makes nspawn ask the container for a clean poweroff; SIGKILL is the fallback."""
+def _stop_processes(nspawn_pid: int, leader_pid: int, timeout: float) -> bool:
+    """SIGTERM makes nspawn ask the container for a clean poweroff; SIGKILL is the fallback.
+    False when nspawn ended but its parent had not reaped it in time."""
     if not leader_pid and _pid_alive(nspawn_pid):
         leader_pid = _find_container_leader(nspawn_pid) or 0
+    nspawn_started = _start_time(nspawn_pid) if nspawn_pid > 0 else None
     if _pid_alive(nspawn_pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(nspawn_pid, signal.SIGTERM)
@@ -314,7 +345,7 @@ def _stop_processes(nspawn_pid: int, leader_pid: int, timeout: float) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     _wait_gone([leader_pid, nspawn_pid], 10)
-    _reap_child(nspawn_pid)
+    return nspawn_started is None or _wait_reaped(nspawn_pid, nspawn_started, 10)
 
 
 # --------------------------------------------------------------------------------------
