@@ -29,111 +29,59 @@ from typing import Any
 
 # The double is split by subject (vllm_double_*.py); this module is the `vllm` entry point
 # and keeps the names its users import (`vllm_double.plan_chunks`, ...).
-try:  # installed in a test host as package `doubles`; in the checkout as `tests.doubles`
-    from . import gpu_state, vllm_double_bench
-    from .vllm_double_args import (
-        SERVE_USAGE,
-        TOP_USAGE,
-        CatalogMissing,
-        build_parser,
-        find_catalog,
-        human_readable_int,
-        load_catalog,
-        normalize_args,
-        parse_serve_args,
-    )
-    from .vllm_double_config import (
-        DEFAULT_VERSION,
-        FAULTS,
-        FIXTURE_CATALOG_DIR,
-        REPO_CATALOG_DIR,
-        DoubleConfig,
-        version_tuple,
-    )
-    from .vllm_double_engine import (
-        ENGINE_CORE_TITLE,
-        EngineCore,
-        escape_unit_cgroup,
-        set_process_title,
-        start_engine_core,
-    )
-    from .vllm_double_engine_config import (
-        EngineConfigError,
-        pick_gpus,
-        validate_memory_utilization,
-        validate_speculative_config,
-    )
-    from .vllm_double_http import (
-        Handler,
-        ServerState,
-        SpecMetrics,
-        iter_sse,
-        make_server,
-        render_metrics,
-    )
-    from .vllm_double_log import (
-        fail,
-        log,
-    )
-    from .vllm_double_schedule import (
-        Chunk,
-        count_prompt_tokens,
-        plan_chunks,
-        token_text,
-    )
-except ImportError:  # pragma: no cover - run as a plain script
-    import gpu_state  # type: ignore[no-redef]
-    import vllm_double_bench  # type: ignore[no-redef]
-    from vllm_double_args import (  # type: ignore[no-redef]
-        SERVE_USAGE,
-        TOP_USAGE,
-        CatalogMissing,
-        build_parser,
-        find_catalog,
-        human_readable_int,
-        load_catalog,
-        normalize_args,
-        parse_serve_args,
-    )
-    from vllm_double_config import (  # type: ignore[no-redef]
-        DEFAULT_VERSION,
-        FAULTS,
-        FIXTURE_CATALOG_DIR,
-        REPO_CATALOG_DIR,
-        DoubleConfig,
-        version_tuple,
-    )
-    from vllm_double_engine import (  # type: ignore[no-redef]
-        ENGINE_CORE_TITLE,
-        EngineCore,
-        escape_unit_cgroup,
-        set_process_title,
-        start_engine_core,
-    )
-    from vllm_double_engine_config import (  # type: ignore[no-redef]
-        EngineConfigError,
-        pick_gpus,
-        validate_memory_utilization,
-        validate_speculative_config,
-    )
-    from vllm_double_http import (  # type: ignore[no-redef]
-        Handler,
-        ServerState,
-        SpecMetrics,
-        iter_sse,
-        make_server,
-        render_metrics,
-    )
-    from vllm_double_log import (  # type: ignore[no-redef]
-        fail,
-        log,
-    )
-    from vllm_double_schedule import (  # type: ignore[no-redef]
-        Chunk,
-        count_prompt_tokens,
-        plan_chunks,
-        token_text,
-    )
+# Package-relative: `doubles` in a test host (`python -m doubles.vllm_double`),
+# `tests.doubles` in the checkout.
+from . import gpu_state, vllm_double_bench
+from .vllm_double_args import (
+    SERVE_USAGE,
+    TOP_USAGE,
+    CatalogMissing,
+    build_parser,
+    find_catalog,
+    human_readable_int,
+    load_catalog,
+    normalize_args,
+    parse_serve_args,
+)
+from .vllm_double_config import (
+    DEFAULT_VERSION,
+    FAULTS,
+    FIXTURE_CATALOG_DIR,
+    REPO_CATALOG_DIR,
+    DoubleConfig,
+    version_tuple,
+)
+from .vllm_double_engine import (
+    ENGINE_CORE_TITLE,
+    EngineCore,
+    escape_unit_cgroup,
+    set_process_title,
+    start_engine_core,
+)
+from .vllm_double_engine_config import (
+    EngineConfigError,
+    pick_gpus,
+    validate_memory_utilization,
+    validate_speculative_config,
+)
+from .vllm_double_http import (
+    Handler,
+    ServerState,
+    SpecMetrics,
+    iter_sse,
+    make_server,
+    render_metrics,
+)
+from .vllm_double_log import (
+    fail,
+    log,
+)
+from .vllm_double_schedule import (
+    Chunk,
+    count_prompt_tokens,
+    plan_chunks,
+    token_text,
+)
 
 __all__ = [
     "DEFAULT_VERSION",

@@ -10,14 +10,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-try:  # installed in a test host as package `doubles`; in the checkout as `tests.doubles`
-    from .vllm_double_config import version_tuple
-    from .vllm_double_engine_config import EngineConfigError
-    from .vllm_double_log import log
-except ImportError:  # pragma: no cover - run as a plain script
-    from vllm_double_config import version_tuple  # type: ignore[no-redef]
-    from vllm_double_engine_config import EngineConfigError  # type: ignore[no-redef]
-    from vllm_double_log import log  # type: ignore[no-redef]
+# Package-relative: `doubles` in a test host (`python -m doubles.vllm_double`),
+# `tests.doubles` in the checkout.
+from .vllm_double_config import version_tuple
+from .vllm_double_engine_config import EngineConfigError
+from .vllm_double_log import log
 
 # --------------------------------------------------------------------------------------
 # catalog-driven argument parsing

@@ -8,10 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-try:  # installed in a test host as package `doubles`; in the checkout as `tests.doubles`
-    from . import gpu_state
-except ImportError:  # pragma: no cover - run as a plain script
-    import gpu_state  # type: ignore[no-redef]
+# Package-relative: `doubles` in a test host (`python -m doubles.vllm_double`),
+# `tests.doubles` in the checkout.
+from . import gpu_state
 
 DEFAULT_VERSION = "0.16.0"
 # Where the flag catalogs are generated (linting/vllm/catalogs in the checkout).

@@ -11,12 +11,10 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-try:  # installed in a test host as package `doubles`; in the checkout as `tests.doubles`
-    from . import gpu_state
-    from .vllm_double_engine_config import EngineConfigError
-except ImportError:  # pragma: no cover - run as a plain script
-    import gpu_state  # type: ignore[no-redef]
-    from vllm_double_engine_config import EngineConfigError  # type: ignore[no-redef]
+# Package-relative: `doubles` in a test host (`python -m doubles.vllm_double`),
+# `tests.doubles` in the checkout.
+from . import gpu_state
+from .vllm_double_engine_config import EngineConfigError
 
 ENGINE_CORE_TITLE = "VLLM::EngineCore"
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-try:  # installed in a test host as package `doubles`; in the checkout as `tests.doubles`
-    from . import gpu_state
-    from .vllm_double_config import version_tuple
-except ImportError:  # pragma: no cover - run as a plain script
-    import gpu_state  # type: ignore[no-redef]
-    from vllm_double_config import version_tuple  # type: ignore[no-redef]
+# Package-relative: `doubles` in a test host (`python -m doubles.vllm_double`),
+# `tests.doubles` in the checkout.
+from . import gpu_state
+from .vllm_double_config import version_tuple
 
 # --------------------------------------------------------------------------------------
 # engine-config validation (exit 1, after start-up has begun)

@@ -17,26 +17,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-try:  # installed in a test host as package `doubles`; in the checkout as `tests.doubles`
-    from .vllm_double_config import STREAM_FAULTS, DoubleConfig
-    from .vllm_double_log import log
-    from .vllm_double_schedule import (
-        Chunk,
-        count_prompt_tokens,
-        plan_chunks,
-        step_interval_s,
-        token_text,
-    )
-except ImportError:  # pragma: no cover - run as a plain script
-    from vllm_double_config import STREAM_FAULTS, DoubleConfig  # type: ignore[no-redef]
-    from vllm_double_log import log  # type: ignore[no-redef]
-    from vllm_double_schedule import (  # type: ignore[no-redef]
-        Chunk,
-        count_prompt_tokens,
-        plan_chunks,
-        step_interval_s,
-        token_text,
-    )
+# Package-relative: `doubles` in a test host (`python -m doubles.vllm_double`),
+# `tests.doubles` in the checkout.
+from .vllm_double_config import STREAM_FAULTS, DoubleConfig
+from .vllm_double_log import log
+from .vllm_double_schedule import (
+    Chunk,
+    count_prompt_tokens,
+    plan_chunks,
+    step_interval_s,
+    token_text,
+)
 
 # --------------------------------------------------------------------------------------
 # HTTP server
