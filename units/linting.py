@@ -17,8 +17,10 @@ from linting.findings import Finding, Severity
 from linting.options import LintOptions
 from linting.report import InputError, Report
 from linting.unitfile import UnitFile, parse_text
+from units.models import ServiceProfile
 from units.profile_data import normalize_profile_data
 from units.rendering import LineInfo, line_map, render_unit
+from units.selectors import profile_latest_version
 
 # Keys of the speculative config → the profile field a finding about them belongs to.
 _SPEC_KEY_FIELDS = (
@@ -121,9 +123,6 @@ def lint_profiles(names: list[str] | None, options: LintOptions | None = None) -
     files are for `lintunits`. Each unit is shown as `profile:NAME@vN` and linted with its
     own target versions unless `options` pins them. Profiles are linted one by one: they
     run on different hosts, so cross-unit checks (duplicate ports) do not apply."""
-    from units.models import ServiceProfile
-    from units.selectors import profile_latest_version
-
     options = options or LintOptions()
     report = Report()
     if names:

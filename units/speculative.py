@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from linting.vllm.catalog import UnknownVllmVersion, load_catalog
+from linting.vllm.catalog import UnknownVllmVersion, available_versions, load_catalog
 
 # Profile field -> key of vLLM's SpeculativeConfig (same names in 0.8.5 … 0.33).
 SPEC_KEYS: dict[str, str] = {
@@ -183,8 +183,6 @@ def validate_spec(data: dict[str, Any], errors: dict[str, list[str]]) -> None:
 
 
 def _all_known_methods() -> set[str]:
-    from linting.vllm.catalog import available_versions
-
     known: set[str] = set()
     for version in available_versions():
         known.update(load_catalog(version).speculative_config.methods_accepted)
