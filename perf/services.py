@@ -16,6 +16,7 @@ from servebench.gate import GateResult, gate
 from servebench.schema import BenchResult
 
 BASELINE_ACCEPTED = "bench.baseline_accepted"
+REGRESSED = "bench.regressed"
 # Settings that do not change what is measured (where, who, how patient).
 _NOT_COMPARED = ("url", "stall_timeout_s", "repeats", "api_key")
 
@@ -84,6 +85,25 @@ def compare_with_baseline(run: BenchRun, threshold_pct: float) -> GateResult | N
     run.verdict = verdict.verdict
     run.save(update_fields=["baseline_run", "gate", "verdict"])
     return verdict
+
+
+def record_regression(run: BenchRun, verdict: GateResult, *, rollback: bool) -> None:
+    """The audit history says why a deploy was judged slower (and whether it is undone)."""
+    record(
+        kind=REGRESSED,
+        actor=None,
+        obj=run,
+        payload={
+            "run": run.pk,
+            "baseline_run": run.baseline_run_id,
+            "request": run.request_id,
+            "threshold_pct": verdict.threshold_pct,
+            "reasons": verdict.reasons,
+            "rollback": rollback,
+        },
+        host_name=run.host.name,
+        profile_name=run.profile.name,
+    )
 
 
 def accept_baseline(*, run: BenchRun, actor: Any, reason: str) -> Baseline:

@@ -16,7 +16,12 @@ from deploys.jobs.steps import DeployContext, StepResult
 from perf.models import BenchPolicy, BenchRun
 from perf.reach import ServiceUnreachable, worker_url
 from perf.selectors import baseline_for, policy_for
-from perf.services import accept_baseline, compare_with_baseline, record_run
+from perf.services import (
+    accept_baseline,
+    compare_with_baseline,
+    record_regression,
+    record_run,
+)
 from servebench.gate import NOISY, REGRESSED
 from servebench.runner import BenchError, Progress, RunSettings, run_sync
 
@@ -131,6 +136,7 @@ def benchmark_step(ctx: DeployContext) -> StepResult:
         ctx.log(reason)
     figures |= {"baseline_run": baseline.run_id, "gate": verdict.verdict}
     if verdict.verdict == REGRESSED:
+        record_regression(run, verdict, rollback=policy.rollback_on_regression)
         return StepResult.regressed(
             f"slower than baseline run #{baseline.run_id} (threshold "
             f"{policy.threshold_pct:g}%): " + "; ".join(verdict.reasons),

@@ -13,7 +13,7 @@ from deploys.jobs.steps import DeployContext, Outcome
 from deploys.models import Host
 from perf.models import Baseline, BenchPolicy, BenchRun
 from perf.reach import ServiceUnreachable, worker_url
-from perf.services import BASELINE_ACCEPTED
+from perf.services import BASELINE_ACCEPTED, REGRESSED
 from perf.step import benchmark_step
 from tests.bench.conftest import StartDouble
 from tests.perf.conftest import service_at
@@ -71,8 +71,14 @@ def test_the_seeds_ngram_variant_15_percent_slower_is_a_regression_that_asks_for
     assert run.baseline_run_id == result.data["baseline_run"]
     tpot = next(c for c in run.gate["comparisons"] if c["metric"] == "tpot_p50_ms")
     assert tpot["change_pct"] == pytest.approx(100 / 0.85 - 100, abs=2)
-    # the baseline stays what it was
+    # the baseline stays what it was, and the history says why the deploy was judged slower
     assert Baseline.objects.get().run_id == result.data["baseline_run"]
+    event = AuditEvent.objects.get(kind=REGRESSED)
+    assert event.payload["run"] == run.pk and event.payload["rollback"] is True
+    assert event.payload["request"] == run.request_id
+    assert any(
+        r.startswith("output_throughput at concurrency 1 down") for r in event.payload["reasons"]
+    )
 
 
 def test_a_profile_without_automatic_rollback_still_ends_regressed_but_keeps_the_unit(
