@@ -4,14 +4,15 @@
 # clone of the repository's committed HEAD). Every step must pass; the first failure ends
 # the run with its output.
 #
-# `.ci/run` runs here on a subset: ruff over everything; tests/specadmin (settings, the
-# run-server tests with gunicorn and a worker, `make run` under Ctrl-C on a terminal, the
-# documented systemd units linted, architecture and docs); the job system with real
-# qcluster workers against a real test host (systemd-nspawn --boot inside this
-# systemd-nspawn container works) on SQLite + ORM broker and on PostgreSQL + Redis; and the
-# PostgreSQL-only audit tests. Not here: the rest of the suite (linter, browser, other
-# test-host suites), which the machine's own `make test` runs just before; repeating it
-# would double CI's time for no new coverage of the set-up.
+# `.ci/run` runs here on a subset ($SUBSET below): ruff over everything; the run-server
+# tests (gunicorn and a worker, `make run` stopped by Ctrl-C on a terminal), the documented
+# systemd units linted, settings, access, architecture and docs; one browser test (Debian's
+# Chromium through Playwright); the job system with real qcluster workers against a real
+# test host (systemd-nspawn --boot inside this systemd-nspawn container works) on SQLite +
+# ORM broker and on PostgreSQL + Redis (throwaway servers inside the root); and the
+# PostgreSQL-only audit tests. Not here: the rest of the suite, which the machine's own
+# `make test` runs just before; repeating it would double CI's time for no new coverage of
+# the set-up.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
 port=${FRESH_PORT:-8765}
@@ -72,6 +73,13 @@ serve_pages() {
   fi
 }
 
+# What `.ci/run` runs here (see the header): the set-up's own promises, one browser test (so
+# Debian's Chromium and Playwright are proven), and real workers against a real test host.
+SUBSET="tests/specadmin/test_run_server.py tests/specadmin/test_operations_units.py \
+tests/specadmin/test_access.py tests/specadmin/test_docs.py tests/specadmin/test_settings.py \
+tests/specadmin/test_architecture.py tests/deploys/test_browser_hosts.py \
+tests/deploys/test_qcluster.py"
+
 ci_subset() {
   # PostgreSQL and Redis: throwaway servers of this run (scripts/with-test-services.sh),
   # unless the check was given URLs. Test hosts here share the machine's network but cannot
@@ -81,7 +89,7 @@ ci_subset() {
   [ -n "${FRESH_PG_URL:-}" ] && urls+=("PG_URL=$FRESH_PG_URL")
   [ -n "${FRESH_REDIS_URL:-}" ] && urls+=("REDIS_TEST_URL=$FRESH_REDIS_URL")
   SPECADMIN_TESTHOST_FIRST_PORT=$((40000 + RANDOM % 20000)) FRESH_CHECK=skip .ci/run \
-    "${urls[@]}" TEST_PATHS="tests/specadmin tests/deploys/test_qcluster.py" \
+    "${urls[@]}" TEST_PATHS="$SUBSET" \
     PG_TEST_PATHS="tests/audit/test_postgresql.py" PYTEST_ARGS="-p no:cacheprovider"
 }
 
