@@ -63,7 +63,8 @@ test-suites-postgres:
 	  $(PG_TEST_PATHS) $(PYTEST_ARGS)
 
 # The README's set-up on a pristine Debian 12 root (scripts/fresh-machine-check.sh; the root
-# is built once with debootstrap and cached under /var/tmp). .ci/run runs it after `test`.
+# is built once with debootstrap and cached under /var/tmp). .ci/run runs it after `test`:
+# about 2.7 min with the cache, 4.4 min without (2 cores).
 fresh-check: debian-deps
 	FRESH_PG_URL=$(PG_URL) FRESH_REDIS_URL=$(REDIS_TEST_URL) ./scripts/fresh-machine-check.sh
 
