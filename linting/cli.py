@@ -93,6 +93,29 @@ def build_parser(prog: str = "lintunits") -> argparse.ArgumentParser:
     p.add_argument(
         "--no-shellcheck", action="store_true", help="skip ShellCheck on bash -c scripts"
     )
+    p.add_argument(
+        "--env-file",
+        action="append",
+        default=None,
+        metavar="HOST_PATH=LOCAL_PATH",
+        help="read EnvironmentFile=HOST_PATH from LOCAL_PATH (repeatable)",
+    )
+    p.add_argument(
+        "--script-root",
+        action="append",
+        default=None,
+        metavar="DIR",
+        help="a directory that mirrors the host's / : wrapper scripts and env files are "
+        "looked up under it (repeatable)",
+    )
+    p.add_argument(
+        "--same-host",
+        action="append",
+        default=None,
+        metavar="PATHS",
+        help="units that run on one machine (comma-separated files, directories or globs; "
+        "repeatable); units of one directory always count as one machine",
+    )
     p.add_argument("--list-rules", action="store_true", help="list every rule and exit")
     p.add_argument("--explain", metavar="CODE", help="explain one rule and exit")
     p.add_argument("--config", metavar="PYPROJECT", help="read [tool.lintunits] from this file")
@@ -123,6 +146,13 @@ def _options(args: argparse.Namespace, config: dict) -> tuple[LintOptions, str]:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     options = LintOptions(
+        env_files=_env_files(args.env_file, config),
+        script_roots=tuple(args.script_root or ()) + tuple(config.get("script-roots", ())),
+        same_host=tuple(
+            tuple(p.strip() for p in group.split(",") if p.strip())
+            for group in args.same_host or ()
+        )
+        + tuple(tuple(group) for group in config.get("same-host", ())),
         systemd_version=int(systemd_version) if systemd_version is not None else None,
         vllm_version=str(vllm_version) if vllm_version is not None else None,
         select=_codes(args.select) if args.select is not None else _codes(config.get("select")),
@@ -131,6 +161,21 @@ def _options(args: argparse.Namespace, config: dict) -> tuple[LintOptions, str]:
         shellcheck=not args.no_shellcheck and bool(config.get("shellcheck", True)),
     )
     return options, fmt
+
+
+def _env_files(given: Sequence[str] | None, config: dict) -> tuple[tuple[str, str], ...]:
+    """`--env-file HOST_PATH=LOCAL_PATH` entries, then `[tool.lintunits] env-files`."""
+    pairs = []
+    for entry in given or ():
+        host, eq, local = entry.partition("=")
+        if not eq or not host.startswith("/") or not local:
+            raise UsageError(
+                f"--env-file {entry!r}: expected HOST_PATH=LOCAL_PATH with an absolute "
+                "HOST_PATH (as written in EnvironmentFile=)"
+            )
+        pairs.append((host, local))
+    pairs += list(config.get("env-files", {}).items())
+    return tuple(pairs)
 
 
 LintFunction = Callable[[list[str], LintOptions], Report]

@@ -14,6 +14,9 @@ KNOWN_KEYS = {
     "fail-on",
     "format",
     "shellcheck",
+    "env-files",
+    "script-roots",
+    "same-host",
 }
 
 
@@ -54,9 +57,30 @@ def load_config(explicit: str | None = None, start: Path | None = None) -> FileC
             f"{path}: [tool.lintunits]: unknown key(s) {', '.join(unknown)} "
             f"(known: {', '.join(sorted(KNOWN_KEYS))})"
         )
-    for key in ("select", "ignore"):
-        if key in section and not (
-            isinstance(section[key], list) and all(isinstance(x, str) for x in section[key])
-        ):
-            raise ConfigError(f"{path}: [tool.lintunits] {key} must be a list of rule codes")
+    for key in ("select", "ignore", "script-roots"):
+        if key in section and not _strings(section[key]):
+            what = "directories" if key == "script-roots" else "rule codes"
+            raise ConfigError(f"{path}: [tool.lintunits] {key} must be a list of {what}")
+    env_files = section.get("env-files", {})
+    if not (isinstance(env_files, dict) and all(isinstance(v, str) for v in env_files.values())):
+        raise ConfigError(
+            f"{path}: [tool.lintunits] env-files must be a table of "
+            '"/path/on/host" = "local/path" entries'
+        )
+    same_host = section.get("same-host", [])
+    if not (isinstance(same_host, list) and all(_strings(group) for group in same_host)):
+        raise ConfigError(
+            f"{path}: [tool.lintunits] same-host must be a list of lists of unit files, "
+            "directories or globs"
+        )
+    # Paths in the file are relative to the file, wherever lintunits is run from.
+    base = path.parent
+    section = dict(section)
+    section["env-files"] = {k: str(base / v) for k, v in env_files.items()}
+    section["script-roots"] = [str(base / d) for d in section.get("script-roots", [])]
+    section["same-host"] = [[str(base / p) for p in group] for group in same_host]
     return FileConfig(path, section)
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)

@@ -15,8 +15,8 @@ from linting.execline.command import (
     parse_exec_value,
 )
 from linting.execline.env_assignments import EnvProblem, EnvVar, parse_environment
-from linting.execline.env_files import load_environment_files
-from linting.execline.env_substitution import Substitution
+from linting.execline.env_files import EnvFiles, load_environment_files
+from linting.execline.env_substitution import Substitution, displayed, without_marks
 from linting.execline.exec_environment import exec_environment
 from linting.execline.extract_word import Word
 from linting.execline.specifiers import UnitFacts, local_host_facts, specifier_values
@@ -24,7 +24,7 @@ from linting.options import LintOptions
 from linting.shell.invocation import ShellInvocation, find_shell_script
 from linting.shell.scripts import ShellScript, dialect_for
 from linting.shell.shellcheck import PendingCheck
-from linting.unitfile import Assignment, UnitFile
+from linting.unitfile import Assignment, SourceFile, UnitFile
 from linting.vllm.catalog import UnknownVllmVersion, load_catalog
 from linting.vllm.invocation import VllmArgs, parse_vllm_command
 
@@ -42,7 +42,8 @@ class Command:
 
     @property
     def argv(self) -> list[str]:
-        return [a.value.text for a in self.args]
+        """The arguments as people should read them (unknown values as written)."""
+        return [displayed(a.value.text) for a in self.args]
 
 
 @dataclass
@@ -78,18 +79,26 @@ class UnitContext:
         return specifier_values(facts, self.options.host_facts or local_host_facts())
 
     @cached_property
-    def _environment(self) -> tuple[dict[str, EnvVar], list[EnvProblem], list[str]]:
+    def _environment(self) -> tuple[dict[str, EnvVar], list[EnvProblem], EnvFiles]:
         env, problems = parse_environment(
             self.unit.get_all("Service", "Environment"), self.version, self.specifiers
         )
-        env, file_problems, unreadable = load_environment_files(
-            self.unit.get_all("Service", "EnvironmentFile"), env
+        finder = self.options.file_finder
+        files = load_environment_files(
+            self.unit.get_all("Service", "EnvironmentFile"),
+            env,
+            self.version,
+            self.specifiers,
+            lambda host_path: finder.read(host_path, self.unit.path),
         )
-        return env, problems + file_problems, unreadable
+        for setting in files.settings:  # findings may point into the files read
+            if setting.local is not None and setting.text is not None:
+                self.unit.sources.setdefault(setting.local, SourceFile(setting.local, setting.text))
+        return files.variables, problems + files.problems, files
 
     @property
     def environment(self) -> dict[str, EnvVar]:
-        """Variables from Environment= and readable EnvironmentFile= files."""
+        """Variables from Environment= and the EnvironmentFile= files the linter read."""
         return self._environment[0]
 
     @property
@@ -97,14 +106,14 @@ class UnitContext:
         return self._environment[1]
 
     @property
-    def unreadable_env_files(self) -> list[str]:
+    def env_files(self) -> EnvFiles:
         return self._environment[2]
 
     @property
     def has_unknown_environment(self) -> bool:
-        """True when some variables may come from files the linter cannot read, or from
-        PassEnvironment=: "unset" cannot be concluded then."""
-        return bool(self.unreadable_env_files) or bool(
+        """True when some variables may come from files the linter cannot read (required
+        or `-` optional), or from PassEnvironment=: "unset" cannot be concluded then."""
+        return bool(self.env_files.unknown) or bool(
             self.unit.effective_list("Service", "PassEnvironment")
         )
 
@@ -141,7 +150,7 @@ class UnitContext:
                 continue
             env = self.exec_environment(key)
             for cmd in line.commands:
-                args, subs = expand_command(cmd, env)
+                args, subs = expand_command(cmd, env, self.has_unknown_environment)
                 result.append(Command(key, assignment, line, cmd, args, subs))
         return result
 
@@ -175,7 +184,7 @@ class UnitContext:
             if dialect is None:
                 continue
             exported = tuple(sorted(self.environment))
-            result.append((cmd, ShellScript(arg.value, dialect, exported)))
+            result.append((cmd, ShellScript(without_marks(arg.value), dialect, exported)))
         return result
 
     @cached_property

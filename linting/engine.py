@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import sys
 from collections.abc import Iterable
@@ -79,7 +80,13 @@ def load_unit(path: str, stdin_text: str | None = None) -> UnitFile:
 
 def lint_paths(paths: Iterable[str], options: LintOptions | None = None) -> Report:
     options = options or LintOptions()
+    paths = list(paths)
     inputs, errors = expand_paths(paths)
+    # Files a unit names (EnvironmentFile=, a wrapper script) are looked for in the trees
+    # given here: a directory, or the directory of a file (linting/local_files.py).
+    trees = tuple(dict.fromkeys(str(Path(p).parent) for p in inputs if p != "-"))
+    trees = tuple(dict.fromkeys((*trees, *(p for p in paths if Path(p).is_dir()))))
+    options = dataclasses.replace(options, trees=(*options.trees, *trees))
     units: list[UnitFile] = []
     for path in inputs:
         try:

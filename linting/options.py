@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from linting.execline.specifiers import HostFacts
 from linting.findings import Severity
+from linting.local_files import FileFinder
 from linting.systemd.catalog import DEFAULT_SYSTEMD_VERSION
 from linting.vllm.catalog import DEFAULT_VLLM_VERSION
 
@@ -21,6 +22,18 @@ class LintOptions:
     fail_on: Severity = Severity.ERROR
     shellcheck: bool = True
     host_facts: HostFacts | None = None
+    # Local copies of files units name on their host: HOST_PATH -> LOCAL_PATH
+    # (`--env-file`), directories that mirror the host's `/` (`--script-root`), and the
+    # directories lintunits was given, searched for such files (linting/local_files.py).
+    env_files: tuple[tuple[str, str], ...] = ()
+    script_roots: tuple[str, ...] = ()
+    trees: tuple[str, ...] = ()
+    # Units that run on one machine (`--same-host`), beside those of one directory.
+    same_host: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def file_finder(self) -> FileFinder:
+        return FileFinder(dict(self.env_files), self.script_roots, self.trees)
 
     @property
     def effective_systemd_version(self) -> int:

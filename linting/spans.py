@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate, chain, repeat
 from typing import NamedTuple, overload
 
@@ -181,6 +181,8 @@ class Traced:
 
     text: str
     origins: Sequence[Pos]
+    # Where an empty text sits in the file (a `${VAR}` that became ""), for its span.
+    anchor: Pos | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if len(self.text) != len(self.origins):
@@ -190,7 +192,12 @@ class Traced:
         return len(self.text)
 
     def __getitem__(self, item: slice) -> Traced:
-        return Traced(self.text[item], self.origins[item])
+        origins = self.origins[item]
+        if origins or not self.origins:
+            return Traced(self.text[item], origins, self.anchor)
+        # an empty slice of a non-empty text: anchored where the slice starts
+        start = min(item.indices(len(self.text))[0], len(self.origins) - 1)
+        return Traced(self.text[item], origins, self.origins[start])
 
     def span(self, start: int = 0, end: int | None = None, *, fallback: Span | None = None) -> Span:
         """The file span covering characters [start, end) of this string."""
@@ -200,6 +207,8 @@ class Traced:
                 return fallback
             if self.origins:
                 return Span.at(self.origins[min(start, len(self.origins) - 1)])
+            if self.anchor is not None:
+                return Span.at(self.anchor)
             return Span(Pos(1, 1), Pos(1, 2))
         points = self.origins[start:end]
         if isinstance(points, LineOrigins):

@@ -307,15 +307,16 @@ class ExpandedArg:
 
 
 def expand_command(
-    command: ExecCommand, env: dict[str, str]
+    command: ExecCommand, env: dict[str, str], open_env: bool = False
 ) -> tuple[list[ExpandedArg], list[tuple[int, Substitution]]]:
-    """The argv at exec time, plus every substitution (with its load-time word index)."""
+    """The argv at exec time, plus every substitution (with its load-time word index).
+    `open_env`: variables not in `env` may still be set (an unread EnvironmentFile=)."""
     if command.no_env_expand:
         return [ExpandedArg(a, i) for i, a in enumerate(command.argv)], []
     args: list[ExpandedArg] = []
     subs: list[tuple[int, Substitution]] = []
     for index, word in enumerate(command.argv):
-        parts, found = expand_word(word, env)
+        parts, found = expand_word(word, env, open_env)
         args.extend(ExpandedArg(p, index) for p in parts)
         subs.extend((index, s) for s in found)
     return args, subs

@@ -34,10 +34,43 @@ class Substitution:
     start: int  # offsets in the word (of `$` … end of the reference)
     end: int
     value: str | None  # None: unset (or invalid name) → empty / removed
+    # The linter cannot know the value: it may come from an EnvironmentFile= it could not
+    # read (or PassEnvironment=). The text then stays in argv between UNKNOWN marks.
+    unknown: bool = False
 
     @property
     def valid_name(self) -> bool:
         return is_valid_name(self.name)
+
+
+# Marks argv text the linter cannot know (a NUL can never be in a real argument): the
+# rules treat such a value as "whatever the variable holds" and report nothing about it.
+UNKNOWN = "\x00"
+
+
+def has_unknown(text: str) -> bool:
+    return UNKNOWN in text
+
+
+def displayed(text: str) -> str:
+    """Text for people: unknown parts show as the reference written in the unit."""
+    return text.replace(UNKNOWN, "")
+
+
+def without_marks(text: Traced) -> Traced:
+    """`text` as people (and ShellCheck) should see it: the UNKNOWN marks removed."""
+    if UNKNOWN not in text.text:
+        return text
+    keep = [i for i, c in enumerate(text.text) if c != UNKNOWN]
+    return Traced(
+        "".join(text.text[i] for i in keep), tuple(text.origins[i] for i in keep), text.anchor
+    )
+
+
+def _unknown(word: Traced, start: int, end: int) -> tuple[str, Sequence[Pos]]:
+    """The reference `word[start:end]` between UNKNOWN marks (the marks sit on its ends)."""
+    origins = word.origins[start:end]
+    return UNKNOWN + word.text[start:end] + UNKNOWN, (origins[0], *origins, origins[-1])
 
 
 def split_value(value: str) -> list[str]:
@@ -82,8 +115,11 @@ def _relaxed_word(value: str, i: int) -> tuple[str, int]:
     return "".join(out), i
 
 
-def replace_braced(word: Traced, env: dict[str, str]) -> tuple[Traced, list[Substitution]]:
-    """`replace_env()` without ALLOW_EXTENDED/ALLOW_BRACELESS, as used for Exec argv."""
+def replace_braced(
+    word: Traced, env: dict[str, str], open_env: bool = False
+) -> tuple[Traced, list[Substitution]]:
+    """`replace_env()` without ALLOW_EXTENDED/ALLOW_BRACELESS, as used for Exec argv.
+    With `open_env`, a valid name that is not in `env` is unknown, not unset."""
     s = word.text
     if "$" not in s:
         return word, []
@@ -117,8 +153,13 @@ def replace_braced(word: Traced, env: dict[str, str]) -> tuple[Traced, list[Subs
         if j < n and s[j] == "}":
             name = s[i + 2 : j]
             value = env.get(name)
-            subs.append(Substitution(name, True, i, j + 1, value))
-            if value:
+            unknown = value is None and open_env and is_valid_name(name)
+            subs.append(Substitution(name, True, i, j + 1, value, unknown))
+            if unknown:
+                text, origins = _unknown(word, i, j + 1)
+                out.append(text)
+                pieces.append(origins)
+            elif value:
                 out.append(value)
                 pieces.append((word.origins[i],) * len(value))
             i = j + 1
@@ -128,23 +169,32 @@ def replace_braced(word: Traced, env: dict[str, str]) -> tuple[Traced, list[Subs
         out.append(s[i:stop])
         pieces.append(word.origins[i:stop])
         i = stop
-    return Traced("".join(out), joined_origins(pieces)), subs
+    anchor = word.origins[0] if word.origins else word.anchor
+    return Traced("".join(out), joined_origins(pieces), anchor), subs
 
 
 def is_whole_word_reference(word: str) -> bool:
     return word.startswith("$") and word[1:2] not in ("{", "$")
 
 
-def expand_word(word: Traced, env: dict[str, str]) -> tuple[list[Traced], list[Substitution]]:
-    """One argv word at exec time → 0..n words, plus what was substituted."""
+def expand_word(
+    word: Traced, env: dict[str, str], open_env: bool = False
+) -> tuple[list[Traced], list[Substitution]]:
+    """One argv word at exec time → 0..n words, plus what was substituted. With
+    `open_env`, a whole-word `$NAME` not in `env` stays as one unknown argument (it may
+    hold any number of words)."""
     if is_whole_word_reference(word.text):
         name = word.text[1:]
         value = env.get(name)
-        sub = Substitution(name, False, 0, len(word.text), value)
+        unknown = value is None and open_env and is_valid_name(name)
+        sub = Substitution(name, False, 0, len(word.text), value, unknown)
+        if unknown:
+            text, origins = _unknown(word, 0, len(word.text))
+            return [Traced(text, origins)], [sub]
         if value is None:
             return [], [sub]
         parts = split_value(value)
         origin = word.origins[0]
         return [Traced(p, (origin,) * len(p)) for p in parts], [sub]
-    replaced, subs = replace_braced(word, env)
+    replaced, subs = replace_braced(word, env, open_env)
     return [replaced], subs

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from linting.execline.env_substitution import has_unknown
 from linting.spans import Pos, Span, Traced
 from linting.vllm.catalog import FlagMatch, FlagSpec, VllmCatalog, _version_key
 from linting.vllm.detect import VllmInvocation, find_vllm
@@ -323,8 +324,8 @@ class _Parser:
         text = value.text
         if option.match.json_path:
             return  # folded into the JSON of the parent option; checked with it
-        if text in spec.also_accepts:
-            return
+        if text in spec.also_accepts or has_unknown(text):
+            return  # an unknown value (an unread EnvironmentFile=) may be right
         problem = check_type(spec.type, text, self.catalog.version)
         name = _names(spec)
         if problem is not None:
@@ -397,6 +398,10 @@ class _Parser:
                 model, source = model_opts[0].value, "--model"
         elif model_opts:
             model, source = model_opts[-1].value, "--model"
+        # An unknown whole-word `$ARGS` may stand for any number of words (or none): what
+        # follows it cannot be called extra.
+        if any(has_unknown(p.text) for p in self.positionals):
+            positionals = []
         for extra in positionals:
             self._problem(
                 ArgProblemKind.EXTRA_POSITIONAL,
@@ -546,6 +551,7 @@ class SpecSource:
     kind: str  # json | dotted
     error: json.JSONDecodeError | None = None
     not_object: bool = False
+    unknown: bool = False  # from a variable the linter cannot read
 
     @property
     def as_dict(self) -> dict[str, Any]:
@@ -598,6 +604,9 @@ def _speculative_sources(args: VllmArgs) -> list[SpecSource]:
             dotted.append(
                 SpecEntry(key, _dotted_value(value.text, args), key_text, value, "dotted")
             )
+            continue
+        if has_unknown(value.text):
+            sources.append(SpecSource(option, [], "json", unknown=True))
             continue
         if value.text in option.spec.also_accepts:
             sources.append(SpecSource(option, [], "json"))  # '' / 'None' → no config
@@ -653,6 +662,8 @@ def _spec_view(args: VllmArgs) -> SpecView | None:
     """The last `--speculative-config` (argparse keeps the last value), with 0.33's
     `--spec-*` shorthands merged in (vllm/engine/arg_utils.py:2108 in 0.33.0)."""
     sources = [s for s in args.speculative_sources if s.error is None and not s.not_object]
+    if sources and sources[-1].unknown:
+        return None  # the config comes from a variable the linter cannot read
     shorthands = list(shorthand_entries(args))
     if not sources and not shorthands:
         return None

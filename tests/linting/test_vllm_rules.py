@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from linting.engine import lint_text, lint_units
@@ -490,3 +492,35 @@ def test_vl325_different_ports_or_hosts_are_fine() -> None:
     c = unit("/opt/vllm/bin/vllm serve /models/a --host 10.0.0.1")
     d = unit("/opt/vllm/bin/vllm serve /models/b --host 10.0.0.2")
     assert lint_two(c, d) == {"a.service": [], "b.service": []}
+
+
+def lint_paths_two(a: str, b: str, pa: str, pb: str, **options: Any) -> dict[str, list[Finding]]:
+    units = [parse_text(a, pa), parse_text(b, pb)]
+    opts = LintOptions(vllm_version="0.16.0", shellcheck=False, select=("VL325",), **options)
+    report = lint_units(units, opts)
+    return {fr.path: fr.findings for fr in report.files}
+
+
+def test_vl325_is_a_warning_that_says_how_to_silence_it() -> None:
+    a = unit("/opt/vllm/bin/vllm serve /models/a")
+    b = unit("/opt/vllm/bin/vllm serve /models/b")
+    f = only(lint_two(a, b)["a.service"], "VL325")
+    assert f.severity == Severity.WARNING
+    assert "--same-host" in f.message and "different directories" in f.message
+
+
+def test_vl325_units_in_different_directories_run_on_different_machines() -> None:
+    a = unit("/opt/vllm/bin/vllm serve /models/a")
+    found = lint_paths_two(a, a, "repo/node1/vllm.service", "repo/node2/vllm.service")
+    assert found == {"repo/node1/vllm.service": [], "repo/node2/vllm.service": []}
+
+
+def test_vl325_same_host_group_joins_units_of_different_directories() -> None:
+    a = unit("/opt/vllm/bin/vllm serve /models/a --port 8001")
+    b = unit("/opt/vllm/bin/vllm serve /models/b --port 8001")
+    groups = (("repo/gpu1/a.service", "repo/gpu1-extra/*.service"),)
+    found = lint_paths_two(
+        a, b, "repo/gpu1/a.service", "repo/gpu1-extra/b.service", same_host=groups
+    )
+    assert codes(found["repo/gpu1/a.service"]) == ["VL325"]
+    assert codes(found["repo/gpu1-extra/b.service"]) == ["VL325"]

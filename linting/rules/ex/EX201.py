@@ -4,6 +4,7 @@ import re
 from collections.abc import Iterator
 
 from linting.context import UnitContext, shell_script
+from linting.execline.env_substitution import displayed
 from linting.findings import Fix, Hit, Severity
 from linting.rules.ex._text import insert_at, shown
 from linting.rules.registry import rule
@@ -57,7 +58,7 @@ def shell_variable_expanded_by_systemd(ctx: UnitContext) -> Iterator[Hit]:
         if found is None:
             continue
         shell, script_arg = found
-        script = script_arg.value.text
+        script = displayed(script_arg.value.text)
         word = cmd.command.argv[script_arg.word_index]
         for index, sub in cmd.substitutions:
             if index != script_arg.word_index or not sub.braced:

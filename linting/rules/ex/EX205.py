@@ -3,6 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from linting.context import UnitContext, load_word, shell_script
+from linting.execline.env_substitution import displayed
 from linting.execline.specifiers import find_specifiers
 from linting.findings import Fix, Hit, Severity
 from linting.rules.ex._text import insert_at, shown
@@ -48,7 +49,7 @@ def specifier_in_shell_script(ctx: UnitContext) -> Iterator[Hit]:
             raw = load_word(cmd, word_index)
             received = cmd.command.argv[word_index].text
             if found is not None and word_index == found[1].word_index:
-                received = found[1].value.text
+                received = displayed(found[1].value.text)
             for use in find_specifiers(raw.value.text, ctx.version):
                 if not use.known or use.letter not in _FORMAT_LETTERS:
                     continue

@@ -3,6 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from linting.context import UnitContext
+from linting.execline.env_substitution import displayed
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule
 from linting.rules.vl._messages import shown, vllm_label
@@ -44,13 +45,18 @@ def speculative_config_overridden(ctx: UnitContext) -> Iterator[Hit]:
             if winner.kind == "dotted"
             else ("the last --speculative-config")
         )
+        used = winner.as_dict
+        if winner.unknown and winner.option is not None and winner.option.value is not None:
+            used_text = displayed(winner.option.value.text)  # from an unread variable
+        else:
+            used_text = shown(used)
         for source in sources[:-1]:
             if source.option is None or source.option.value is None:
                 continue
             yield Hit(
                 source.option.span(),
                 f"{vllm_label(vc.args.catalog)} ignores this --speculative-config: argparse keeps only "
-                f"{kept} ({shown(winner.as_dict)}); values are not merged",
+                f"{kept} ({used_text}); values are not merged",
                 {"ignored": source.as_dict, "used": winner.as_dict},
                 path=vc.path,
             )

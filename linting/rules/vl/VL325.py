@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import fnmatch
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from linting.context import RunContext, UnitContext, VllmCommand
+from linting.execline.env_substitution import has_unknown
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule
 from linting.rules.vl._commands import command_span
@@ -25,13 +28,13 @@ class _Listener:
 
 
 def _listeners(ctx: UnitContext) -> Iterator[_Listener]:
-    for vc in ctx.vllm_commands:
-        if vc.command.key != "ExecStart":
-            continue
+    for vc in ctx.vllm_servers:
         args = vc.args
         option = args.last("port")
         host_opt = args.last("host")
         host = host_opt.value.text if host_opt and host_opt.value else None
+        if host is not None and has_unknown(host):
+            continue  # from a variable the linter cannot read
         if option is None:
             if args.config_file:
                 continue  # the port may come from the --config file
@@ -50,15 +53,39 @@ def _overlap(a: str | None, b: str | None) -> bool:
     return a == b
 
 
-@rule("VL325", Severity.ERROR, per_run=True)
+def _machine(unit: UnitContext) -> tuple[str, ...]:
+    """The machines a unit runs on, as far as the run says: its directory (units of one
+    directory run together), and every `--same-host` group that names it."""
+    path = unit.unit.path
+    keys = [os.path.dirname(os.path.abspath(path))]
+    for index, group in enumerate(unit.options.same_host):
+        if any(_names(pattern, path) for pattern in group):
+            keys.append(f"--same-host {index}")
+    return tuple(keys)
+
+
+def _names(pattern: str, path: str) -> bool:
+    """Does a `--same-host` entry (a unit file, a directory or a glob) name this unit?"""
+    if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern):
+        return True
+    full, base = os.path.abspath(path), os.path.abspath(pattern)
+    return full == base or full.startswith(base.rstrip("/") + "/")
+
+
+@rule("VL325", Severity.WARNING, per_run=True)
 def duplicate_port(run: RunContext) -> Iterator[tuple[UnitContext, Hit]]:
     """
-    Two vLLM units of one lint run listen on the same port.
+    Two vLLM units that run on one machine listen on the same port.
 
     What it does:
     Compares `--port` (default 8000 when absent) and `--host` (absent, empty or `0.0.0.0`
-    means every interface) of the vLLM `ExecStart=` commands of all units linted
-    together, and reports both units.
+    means every interface) of the vLLM `ExecStart=` commands of units that run on one
+    machine, and reports both units. Units run on one machine when they are in the same
+    directory, or named together by `--same-host` (unit files, directories or globs,
+    comma-separated; `same-host = [["a.service", "b.service"]]` in `[tool.lintunits]`).
+    Units for different hosts, or two alternative copies of one unit, belong in different
+    directories; a single finding is silenced with `# lintunits: disable=VL325` on the
+    line above it, all of them with `--ignore VL325`.
 
     Why is this bad?
     The second server to start loads its model (minutes, GPU memory) and then fails to
@@ -82,6 +109,7 @@ def duplicate_port(run: RunContext) -> Iterator[tuple[UnitContext, Hit]]:
     ```
     """
     listeners = [item for unit in run.units for item in _listeners(unit)]
+    machines = {id(unit): set(_machine(unit)) for unit in run.units}
     by_port: dict[int, list[_Listener]] = {}
     for item in listeners:
         by_port.setdefault(item.port, []).append(item)
@@ -89,14 +117,18 @@ def duplicate_port(run: RunContext) -> Iterator[tuple[UnitContext, Hit]]:
         for b in by_port[a.port]:
             if a is b or a.unit is b.unit or not _overlap(a.host, b.host):
                 continue
+            if not machines[id(a.unit)] & machines[id(b.unit)]:
+                continue  # different machines as far as the run says
             default = "" if a.explicit else f" (no --port: vLLM's default {DEFAULT_PORT})"
             yield (
                 a.unit,
                 Hit(
                     a.span,
                     f"port {a.port}{default} is also used by {b.unit.unit.name} "
-                    f"(line {b.span.start.line}): the second server to start fails to bind "
-                    '("address already in use") after loading its model',
+                    f"(line {b.span.start.line}) on the same machine: the second server to "
+                    'start fails to bind ("address already in use") after loading its model. '
+                    "If they run on different machines, keep them in different directories "
+                    "or list each machine's units with --same-host",
                     {"port": a.port, "other_unit": b.unit.unit.path},
                     path=a.vc.path,
                 ),

@@ -1,0 +1,63 @@
+"""Real-world-style repositories (vLLM, SGLang, llama.cpp units as people write them), each
+linted as one run the way a new user would: exactly the findings in realworld/EXPECTED,
+no more (false positives) and no fewer (misses). See issue 13."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from linting.cli import run
+
+CORPUS = Path(__file__).parent / "realworld"
+REPOS = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
+
+
+def lint_repo(repo: Path) -> tuple[list[str], dict]:
+    """`path:line CODE` of every finding (paths relative to the corpus), and the report."""
+    config = repo / "pyproject.toml"
+    argv = [
+        "--format",
+        "json",
+        str(repo),
+        "--config",
+        str(config) if config.is_file() else os.devnull,
+    ]
+    out, err = io.StringIO(), io.StringIO()
+    code = run(argv, out, err)
+    assert code in (0, 1), err.getvalue()
+    report = json.loads(out.getvalue())
+    found = [
+        f"{Path(f.get('path', fr['path'])).relative_to(CORPUS)}:{f['line']} {f['code']}"
+        for fr in report["files"]
+        for f in fr["findings"]
+    ]
+    return found, report
+
+
+def expected(repo: str) -> list[str]:
+    lines = []
+    for raw in (CORPUS / "EXPECTED").read_text(encoding="utf-8").splitlines():
+        entry = raw.split("#", 1)[0].strip()
+        if entry and entry.startswith(f"{repo}/"):
+            lines.append(" ".join(entry.split()))
+    return lines
+
+
+@pytest.mark.parametrize("repo", REPOS)
+def test_realworld_repository_gets_exactly_the_expected_findings(repo: str) -> None:
+    found, _ = lint_repo(CORPUS / repo)
+    assert Counter(found) == Counter(expected(repo))
+
+
+def test_every_expected_finding_names_a_corpus_file() -> None:
+    for raw in (CORPUS / "EXPECTED").read_text(encoding="utf-8").splitlines():
+        entry = raw.split("#", 1)[0].strip()
+        if entry:
+            path = entry.split(":", 1)[0]
+            assert (CORPUS / path).is_file(), entry
