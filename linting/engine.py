@@ -15,6 +15,7 @@ from linting.options import LintOptions
 from linting.report import CommandInfo, FileReport, InputError, Report
 from linting.rules.registry import Rule, all_rules, selected
 from linting.shell.shellcheck import ShellCheckPool
+from linting.spans import Span
 from linting.unitfile import UnitFile, parse_file, parse_text
 
 UNIT_SUFFIXES = (
@@ -125,7 +126,7 @@ def lint_units(units: list[UnitFile], options: LintOptions) -> Report:
         for rule in rules:
             for ctx, hit in rule.check_run(run) if rule.check_run else ():
                 found[id(ctx)].append(finding(rule, ctx, hit))
-    return _report(contexts, found, {r.code for r in rules})
+    return _report(contexts, found, {r.code: r for r in rules})
 
 
 def _unit_findings(
@@ -139,11 +140,11 @@ def _unit_findings(
 
 
 def _report(
-    contexts: list[UnitContext], found: dict[int, list[Finding]], active: set[str]
+    contexts: list[UnitContext], found: dict[int, list[Finding]], active: dict[str, Rule]
 ) -> Report:
     report = Report()
     for ctx in contexts:
-        findings = _filter(ctx, found[id(ctx)], active)
+        findings = _without_knock_ons(_filter(ctx, found[id(ctx)], set(active)), active)
         file_report = FileReport(ctx.unit.path, findings, _commands(ctx), dict(ctx.unit.sources))
         report.files.append(file_report)
     # findings a cross-file check attached to one unit but that belong to another file
@@ -157,6 +158,27 @@ def _report(
     for fr in report.files:
         fr.findings.sort(key=lambda f: f.sort_key)
     return report
+
+
+def _without_knock_ons(findings: list[Finding], rules: dict[str, Rule]) -> list[Finding]:
+    """Drop a finding that only repeats the consequence of another one at the same place
+    (a rule's `supersedes`): `${PORT:-8000}` is reported once, as the cause."""
+    causes = [(f, rules[f.code].supersedes) for f in findings if f.code in rules]
+    causes = [(f, codes) for f, codes in causes if codes]
+    if not causes:
+        return findings
+    return [
+        f
+        for f in findings
+        if not any(
+            f.code in codes and f.path == cause.path and _overlap(f.span, cause.span)
+            for cause, codes in causes
+        )
+    ]
+
+
+def _overlap(a: Span, b: Span) -> bool:
+    return a.start < b.end and b.start < a.end
 
 
 def finding(rule: Rule, ctx: UnitContext, hit: Hit) -> Finding:

@@ -11,11 +11,11 @@ any error with the `-` prefix: systemd logs "…, ignoring") or make the unit fa
 from __future__ import annotations
 
 import enum
-import posixpath
 from dataclasses import dataclass, field
 
 from linting.execline.env_substitution import Substitution, expand_word
 from linting.execline.extract_word import WHITESPACE, ExtractError, Word, extract_first_word
+from linting.execline.paths import implies_directory, path_simplify
 from linting.execline.specifiers import SpecifierError, resolve
 from linting.spans import Span, Traced
 from linting.unitfile import string_is_safe
@@ -169,7 +169,7 @@ class _ExecParser:
         self.line.commands.append(
             ExecCommand(
                 prefixes,
-                posixpath.normpath(exe) if exe.startswith("/") else exe,
+                path_simplify(exe) if exe.startswith("/") else exe,
                 words,
                 argv,
                 first.start,
@@ -203,7 +203,7 @@ class _ExecParser:
             problem = (ExecProblemKind.EMPTY_PATH, "Empty path in command line")
         elif not string_is_safe(text):
             problem = (ExecProblemKind.UNSAFE_PATH, "Executable name contains special characters")
-        elif text.endswith("/"):
+        elif implies_directory(text, self.version):
             problem = (ExecProblemKind.DIRECTORY_PATH, "Executable path specifies a directory")
         elif not text.startswith("/") and not _filename_is_valid(text):
             problem = (

@@ -44,6 +44,9 @@ class Rule:
     # A check of one unit, or (per-run rules) of all units of a run at once.
     check: UnitCheck | None = None
     check_run: RunCheck | None = None
+    # Codes whose findings are knock-on effects of this rule's: one of theirs that overlaps
+    # one of ours (same file) is dropped, so the cause is reported once.
+    supersedes: tuple[str, ...] = ()
 
     @property
     def family(self) -> str:
@@ -83,6 +86,7 @@ def register(
     fix: str = "none",
     doc: str,
     per_run: bool = False,
+    supersedes: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register a check function under a stable code (codes are never reused)."""
 
@@ -102,6 +106,7 @@ def register(
             fix,
             check=None if per_run else func,
             check_run=func if per_run else None,
+            supersedes=supersedes,
         )
         return func
 
@@ -109,7 +114,12 @@ def register(
 
 
 def rule(
-    code: str, severity: Severity, *, fix: str = "none", per_run: bool = False
+    code: str,
+    severity: Severity,
+    *,
+    fix: str = "none",
+    per_run: bool = False,
+    supersedes: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator for the check in `linting/rules/<family>/<CODE>.py`. One name per rule: the
     rule's name is the check's (`unknown_section` → `unknown-section`), its documentation
@@ -122,7 +132,9 @@ def rule(
         if not func.__doc__:
             raise ValueError(f"rule {code} has no documentation")
         name = func.__name__.replace("_", "-")
-        return register(code, name, severity, fix=fix, doc=func.__doc__, per_run=per_run)(func)
+        return register(
+            code, name, severity, fix=fix, doc=func.__doc__, per_run=per_run, supersedes=supersedes
+        )(func)
 
     return wrap
 

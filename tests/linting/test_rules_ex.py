@@ -238,3 +238,52 @@ def test_ex206_nested_double_quotes_close_the_outer_quote():
 )
 def test_ex206_not_reported(line):
     assert lint(HEAD + line + "\n", "EX206") == []
+
+
+# -- EX207..EX210 (issue 13) -------------------------------------------------------------
+
+
+def test_ex207_home_specifier_as_a_host_address():
+    text = "[Service]\nExecStart=/opt/ray/bin/ray start --head --node-ip-address=%h\n"
+    (f,) = lint(text, "EX207")
+    assert spanned(text, f) == "%h" and "/root" in f.message and "%H" in f.message
+    assert lint("[Service]\nExecStart=/bin/ls %h\n", "EX207") == []
+
+
+def test_ex207_user_specifier_with_dynamic_user_runs_as_root():
+    (f,) = lint("[Service]\nDynamicUser=yes\nUser=%u\nExecStart=/bin/id\n", "EX207")
+    assert f.severity == Severity.ERROR and "runs as root" in f.message
+    (g,) = lint("[Service]\nUser=%u\nExecStart=/bin/id\n", "EX207")
+    assert g.severity == Severity.WARNING
+
+
+def test_ex208_variable_in_environment_value_stays_literal():
+    text = (
+        '[Service]\nEnvironment=PATH=/opt/cuda/bin:$PATH "LD=${LD_LIBRARY_PATH}:/x" A=$$B\n'
+        "ExecStart=/bin/env\n"
+    )
+    found = lint(text, "EX208")
+    assert [spanned(text, f) for f in found] == ["$PATH", "${LD_LIBRARY_PATH}"]
+    assert "'/opt/cuda/bin:$PATH'" in found[0].message
+
+
+def test_ex209_shell_default_is_passed_literally_and_reported_once():
+    text = "[Service]\nUser=vllm\nExecStart=/opt/vllm/bin/vllm serve m --port ${PORT:-8000}\n"
+    (f,) = lint(text, "EX209")
+    assert spanned(text, f) == "${PORT:-8000}" and "literally" in f.message
+    assert lint(text, "VL323") == []  # vLLM's complaint about the value is the knock-on
+    (g,) = lint("[Service]\nExecStart=/bin/echo ${PORT-8000}\n", "EX209")
+    assert "empty string" in g.message
+
+
+def test_ex209_not_in_shell_scripts():
+    assert lint("[Service]\nExecStart=/bin/sh -c 'echo ${PORT:-8000}'\n", "EX209") == []
+
+
+def test_ex210_braceless_variable_inside_a_word():
+    text = "[Service]\nExecStart=/bin/true\nExecReload=/bin/kill -s HUP -$MAINPID\n"
+    (f,) = lint(text, "EX210")
+    assert spanned(text, f) == "$MAINPID" and "${MAINPID}" in f.message
+    for fine in ("$MAINPID", "-${MAINPID}", "-$$MAINPID", "a$1"):
+        assert lint(f"[Service]\nExecStart=/bin/echo {fine}\n", "EX210") == [], fine
+    assert lint("[Service]\nExecStart=/bin/sh -c 'kill -$MAINPID'\n", "EX210") == []

@@ -216,3 +216,54 @@ def test_op407_tensor_parallel_size_counts_gpus():
 def test_op407_check_of_all_used_gpus_is_fine():
     text = "[Service]\nEnvironment=CUDA_VISIBLE_DEVICES=0,1,2,3\n" + VLLM + CHECK
     assert lint(text, "OP407") == []
+
+
+# -- OP408..OP410 (issue 13, issue 8) ----------------------------------------------------
+
+ROOTLESS = "[Service]\nUser=vllm\nExecStart=/opt/vllm/bin/vllm serve /models/m --host 127.0.0.1\n"
+
+
+def test_op408_private_devices_hides_the_gpus():
+    (f,) = lint(ROOTLESS + "PrivateDevices=yes\n", "OP408")
+    assert "/dev/nvidia" in f.message
+    assert lint("[Service]\nPrivateDevices=yes\nExecStart=/bin/true\n", "OP408") == []
+
+
+def test_op408_closed_device_policy_needs_the_nvidia_devices():
+    (f,) = lint(ROOTLESS + "DevicePolicy=closed\nDeviceAllow=/dev/nvidiactl rw\n", "OP408")
+    assert "/dev/nvidia-uvm" in f.message and "the GPUs" in f.message
+    allowed = "DeviceAllow=char-nvidia-frontend rw\nDeviceAllow=char-nvidia-uvm rw\n"
+    assert lint(ROOTLESS + "DevicePolicy=strict\n" + allowed, "OP408") == []
+    paths = "DeviceAllow=/dev/nvidiactl\nDeviceAllow=/dev/nvidia-uvm\nDeviceAllow=/dev/nvidia0\n"
+    assert lint(ROOTLESS + "DevicePolicy=closed\n" + paths, "OP408") == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "/opt/ray/bin/ray start --head",
+        "/usr/bin/docker run -d --gpus all vllm/vllm-openai:v0.16.0 --model m",
+        "/bin/sh -c 'vllm serve m & exit 0'",
+    ],
+)
+def test_op409_commands_that_daemonize_under_type_simple(command):
+    (f,) = lint(f"[Service]\nExecStart={command}\n", "OP409")
+    assert "exits at once" in f.message
+    assert lint(f"[Service]\nType=forking\nExecStart={command}\n", "OP409") == []
+
+
+def test_op409_blocking_forms_are_fine():
+    for command in ("/opt/ray/bin/ray start --head --block", "/usr/bin/docker run --rm img"):
+        assert lint(f"[Service]\nExecStart={command}\n", "OP409") == [], command
+
+
+def test_op410_root_on_every_interface():
+    text = "[Service]\nExecStart=/opt/vllm/bin/vllm serve /models/m --port 8000\n"
+    (f,) = lint(text, "OP410")
+    assert f.severity == Severity.WARNING and "root" in f.message
+    assert where(f)[0] == 2
+    assert lint(text.replace("[Service]\n", "[Service]\nUser=vllm\n"), "OP410") == []
+    assert lint(text.replace("8000", "8000 --host 127.0.0.1"), "OP410") == []
+    (g,) = lint(text.replace("8000", "8000 --host 0.0.0.0"), "OP410")
+    assert "--host binds every interface" in g.message
+    assert lint(text.replace("[Service]\n", "[Service]\nDynamicUser=yes\n"), "OP410") == []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from linting.engine import lint_paths
+from linting.engine import lint_paths, lint_text
 from linting.findings import Severity
 from linting.options import LintOptions
 from tests.linting.helpers import lint, spanned, where
@@ -227,9 +227,16 @@ def test_sd112_service_without_exec_start():
     assert "Service has no ExecStart=" in f.message
 
 
-def test_sd112_only_exec_start_is_dropped():
+def test_a_dropped_only_exec_start_is_reported_once_with_its_consequence():
     text = '[Service]\nExecStart="/bin/true\n'
-    assert len(lint(text, "SD112")) == 1
+    assert lint(text, "SD112") == []
+    (f,) = lint(text, "SD108")
+    assert "no ExecStart= left it refuses to load the service" in f.message
+
+
+def test_an_invalid_executable_path_is_not_also_reported_as_missing_exec_start():
+    text = "[Service]\nExecStart=venv/bin/vllm serve /models/m\n"
+    assert lint(text, "SD112") == [] and len(lint(text, "SD106")) == 1
 
 
 def test_sd112_not_for_lone_dropins_or_other_unit_types():
@@ -284,3 +291,64 @@ def test_sd115_removed_key():
     (f,) = lint(OK + "NetClass=1\n", "SD115")
     assert where(f) == (5, 1, 9)
     assert "no longer supported" in f.message
+
+
+# -- SD116 / SD117 / SD118 (issue 13) --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        ("${HOME}/vllm", "expands no variables"),
+        ("opt/app", "not an absolute"),
+        ("__SRC__", "placeholder"),
+    ],
+)
+def test_sd116_working_directory_that_is_not_absolute_refuses_to_load(value, needle):
+    text = OK + f"WorkingDirectory={value}\n"
+    (f,) = lint(text, "SD116")
+    assert f.severity == Severity.ERROR and needle in f.message
+    assert "refuses to load" in f.message and spanned(text, f) == value
+
+
+def test_sd116_optional_working_directory_is_ignored_not_fatal():
+    (f,) = lint(OK + "WorkingDirectory=-opt/app\n", "SD116")
+    assert f.severity == Severity.WARNING and "runs in /" in f.message
+
+
+def test_sd116_home_and_absolute_paths_are_fine():
+    for value in ("~", "/opt/vllm", "%h/vllm", "-/srv/missing-ok"):
+        assert lint(OK + f"WorkingDirectory={value}\n", "SD116") == [], value
+
+
+def test_sd116_placeholder_directory_fails_at_chdir_and_is_not_also_sd117():
+    text = OK + "WorkingDirectory=/opt/__VLLM_SRC__\n"
+    (f,) = lint(text, "SD116")
+    assert "200/CHDIR" in f.message
+    assert lint(text, "SD117") == []
+
+
+def test_sd117_placeholders_in_settings():
+    text = (
+        "[Unit]\nDescription=vLLM {{ name }}\n[Service]\nUser={{ user }}\n"
+        "ExecStart=/bin/echo @PORT@\n"
+    )
+    found = lint(text, "SD117")
+    assert [spanned(text, f) for f in found] == ["{{ name }}", "{{ user }}", "@PORT@"]
+    assert [f.severity for f in found] == [Severity.WARNING, Severity.ERROR, Severity.WARNING]
+
+
+def test_sd117_replaces_the_vllm_findings_about_the_placeholder_words():
+    text = "[Service]\nUser=vllm\nExecStart=/opt/vllm/bin/vllm serve {{ model }} --port 8000\n"
+    report = lint_text(text, "vllm.service", LintOptions(shellcheck=False, select=("SD", "VL")))
+    assert [f.code for f in report.findings] == ["SD117"]
+
+
+def test_sd118_instance_specifier_outside_a_template():
+    text = OK + "User=%i\nEnvironmentFile=-/home/%i/.env\n"
+    user, env = lint(text, "SD118", name="vllm-x.service")
+    assert user.severity == Severity.ERROR and "refuses to load" in user.message
+    assert env.severity == Severity.WARNING and "/home//.env" in env.message
+    assert "vllm-x@.service" in env.message
+    assert lint(text, "SD118", name="vllm-x@.service") == []
+    assert lint(text, "SD118", name="vllm-x@alice.service") == []

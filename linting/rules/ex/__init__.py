@@ -10,6 +10,10 @@ from linting.rules.ex import (
     EX204,
     EX205,
     EX206,
+    EX207,
+    EX208,
+    EX209,
+    EX210,
 )
 
 __all__ = [
@@ -19,4 +23,8 @@ __all__ = [
     "EX204",
     "EX205",
     "EX206",
+    "EX207",
+    "EX208",
+    "EX209",
+    "EX210",
 ]

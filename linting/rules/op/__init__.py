@@ -11,6 +11,9 @@ from linting.rules.op import (
     OP405,
     OP406,
     OP407,
+    OP408,
+    OP409,
+    OP410,
 )
 
 __all__ = [
@@ -21,4 +24,7 @@ __all__ = [
     "OP405",
     "OP406",
     "OP407",
+    "OP408",
+    "OP409",
+    "OP410",
 ]

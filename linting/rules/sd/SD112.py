@@ -14,7 +14,8 @@ def missing_exec_start(ctx: UnitContext) -> Iterator[Hit]:
 
     What it does:
     Reports `.service` units that have no `ExecStart=` (after resets), no `ExecStop=` and
-    no `SuccessAction=`, including units whose only `ExecStart=` systemd drops.
+    no `SuccessAction=`. When an `ExecStart=` line is there but systemd cannot load it, the
+    finding about that line (SD106, SD108, SD110) says so instead.
 
     Why is this bad?
     systemd refuses to load it: "Service has no ExecStart=, ExecStop=, or SuccessAction=.
@@ -38,6 +39,8 @@ def missing_exec_start(ctx: UnitContext) -> Iterator[Hit]:
     keys = {c.key for c in ctx.commands}
     if keys & {"ExecStart", "ExecStop"} or unit.last_value("Unit", "SuccessAction"):
         return
+    if any(key == "ExecStart" and line.problems for key, _, line in ctx.exec_lines):
+        return  # an ExecStart= line systemd could not load: SD106/SD108/SD110 say why
     anchor, path = unit.anchor("Service")
     yield Hit(
         anchor,

@@ -19,6 +19,9 @@ from linting.rules.sd import (
     SD113,
     SD114,
     SD115,
+    SD116,
+    SD117,
+    SD118,
 )
 
 __all__ = [
@@ -37,4 +40,7 @@ __all__ = [
     "SD113",
     "SD114",
     "SD115",
+    "SD116",
+    "SD117",
+    "SD118",
 ]

@@ -18,12 +18,19 @@ def exec_problems(
 ) -> Iterator[tuple[Assignment, ExecProblem, str]]:
     """Each problem of `kinds` with its assignment and what systemd then does ("" when it
     only warns)."""
-    for _key, assignment, line in ctx.exec_lines:
+    survivors = any(c.key == "ExecStart" for c in ctx.commands)
+    for key, assignment, line in ctx.exec_lines:
         for problem in line.problems:
             if problem.kind not in kinds:
                 continue
             dropped = line.dropped and not problem.fatal and problem.kind not in _HARMLESS
-            yield assignment, problem, consequence(problem.fatal, dropped)
+            text = consequence(problem.fatal, dropped)
+            if dropped and key == "ExecStart" and not survivors:
+                text += (
+                    ', and with no ExecStart= left it refuses to load the service ("Service '
+                    'has no ExecStart=, ExecStop=, or SuccessAction=")'
+                )
+            yield assignment, problem, text
 
 
 def consequence(fatal: bool, dropped: bool) -> str:

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from linting.context import UnitContext, shell_script
+from linting.execline.env_substitution import is_whole_word_reference
+from linting.findings import Hit, Severity
+from linting.rules.registry import rule
+
+_KNOCK_ONS = ("VL320", "VL321", "VL323", "VL326", "VL328", "VL330")
+
+
+@rule("EX210", Severity.ERROR, supersedes=_KNOCK_ONS)
+def braceless_variable_inside_word(ctx: UnitContext) -> Iterator[Hit]:
+    """
+    A braceless `$VAR` inside a longer Exec argument, which systemd passes literally.
+
+    What it does:
+    Finds `$NAME` that is not the whole argument (`-$MAINPID`, `--port=$PORT`,
+    `x$HOME`) in Exec arguments that are not shell scripts.
+
+    Why is this bad?
+    systemd substitutes `$NAME` only when it is a whole argument; inside a word only
+    `${NAME}` is replaced (systemd.service(5), "Command lines"; measured on 252:
+    `-$MAINPID` is passed as the five characters `-$MAINPID`). `kill -s HUP -$MAINPID`
+    then fails, and `--port=$PORT` gives vLLM the text `$PORT`.
+
+    Example:
+    ```ini
+    ExecReload=/bin/kill -s HUP -$MAINPID
+    ```
+
+    Use instead:
+    ```ini
+    ExecReload=/bin/kill -s HUP -${MAINPID}
+    ```
+    """
+    for cmd in ctx.commands:
+        found = shell_script(cmd)
+        script_word = found[1].word_index if found else -1
+        if cmd.command.no_env_expand:
+            continue
+        for index, word in enumerate(cmd.command.argv):
+            text = word.text
+            if index == script_word or is_whole_word_reference(text):
+                continue
+            for offset, name in _braceless(text):
+                yield Hit(
+                    word.span(offset, offset + 1 + len(name)),
+                    f"`${name}` inside the argument `{text}` is passed literally (systemd "
+                    f"replaces `$NAME` only as a whole argument): write `${{{name}}}`",
+                    path=cmd.assignment.path,
+                )
+
+
+def _braceless(text: str) -> Iterator[tuple[int, str]]:
+    """(offset, name) of each `$name` not written as `$$` or `${`."""
+    i = 0
+    while i < len(text) - 1:
+        if text[i] != "$":
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt in "${":
+            i += 2
+            continue
+        j = i + 1
+        while j < len(text) and (text[j].isalnum() or text[j] == "_"):
+            j += 1
+        name = text[i + 1 : j]
+        if name and not name[0].isdigit():
+            yield i, name
+        i = max(j, i + 1)

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterator
+
+from linting.context import Command, UnitContext, shell_script
+from linting.findings import Hit, Severity
+from linting.rules.registry import rule
+
+# A script whose last command runs in the background (`… &`) and is not waited for.
+_BACKGROUND_END = re.compile(r"&\s*(?:;?\s*exit(?:\s+\d+)?\s*)?;?\s*$")
+
+
+@rule("OP409", Severity.ERROR)
+def command_daemonizes(ctx: UnitContext) -> Iterator[Hit]:
+    """
+    An `ExecStart=` that starts something in the background and exits, under
+    `Type=simple` or `Type=exec`.
+
+    What it does:
+    Finds `ray start` without `--block`, `docker run -d` / `podman run --detach`,
+    `docker compose up -d`, and shell scripts that end with a command in the background
+    (`… &`) without `wait`, in services of `Type=simple` (the default) or `exec`.
+
+    Why is this bad?
+    With these types the command *is* the service: when it exits, systemd considers the
+    service finished and, with the default `KillMode=control-group`, kills what it left
+    behind (measured on 252: `sh -c "sleep 300 & exit 0"` leaves the unit inactive and no
+    `sleep`). `Restart=` then starts it again and again, or the server is simply gone.
+
+    Example:
+    ```ini
+    ExecStart=/opt/ray/bin/ray start --head --port 6379
+    ```
+
+    Use instead:
+    ```ini
+    ExecStart=/opt/ray/bin/ray start --head --port 6379 --block
+    ```
+    (or `docker run` without `-d`; or `Type=forking` for a program that really forks).
+    """
+    if (ctx.unit.last_value("Service", "Type") or "simple") not in ("simple", "exec"):
+        return
+    for cmd in ctx.commands:
+        if cmd.key != "ExecStart":
+            continue
+        why = _daemonizes(cmd)
+        if why:
+            yield Hit(
+                cmd.assignment.value.span(),
+                f"{why}: the command exits at once, systemd considers the service finished "
+                "and stops what it left running",
+                path=cmd.assignment.path,
+            )
+
+
+def _daemonizes(cmd: Command) -> str | None:
+    argv = cmd.argv
+    program = posixpath.basename(argv[0]) if argv else ""
+    if program == "ray" and argv[1:2] == ["start"] and "--block" not in argv:
+        return "`ray start` without --block starts Ray in the background"
+    if program in ("docker", "podman") and "run" in argv[1:3]:
+        run_at = argv.index("run")
+        if any(a in ("-d", "--detach", "--detach=true") for a in argv[run_at + 1 :]):
+            return f"`{program} run -d` detaches from the container"
+    if (
+        program in ("docker", "podman", "docker-compose")
+        and "up" in argv
+        and ("-d" in argv or "--detach" in argv)
+    ):
+        return f"`{program} … up -d` detaches from the containers"
+    found = shell_script(cmd)
+    if found is not None:
+        script = found[1].value.text
+        if _BACKGROUND_END.search(script) and not re.search(r"\bwait\b", script):
+            return "the script's last command runs in the background (`&`) and is not waited for"
+    return None
