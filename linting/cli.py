@@ -22,8 +22,7 @@ from linting.reporters import FORMATS, render
 from linting.rules.docs import explain, list_rules_json, list_rules_text
 from linting.rules.registry import all_rules
 from linting.systemd.catalog import UnknownSystemdVersion, load_catalog
-from linting.vllm.catalog import UnknownVllmVersion
-from linting.vllm.catalog import load_catalog as load_vllm
+from linting.vllm.catalog import UnknownVllmVersion, choose_catalog
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -61,7 +60,9 @@ def build_parser(prog: str = "lintunits") -> argparse.ArgumentParser:
         "--vllm-version",
         default=None,
         metavar="X.Y.Z",
-        help="vLLM version to model (default: newest catalog)",
+        help="vLLM release to model (default: what each command shows — an image tag, a "
+        "versioned venv path — else [tool.lintunits] vllm-version, a vllm== pin of the "
+        "project, else the newest catalog, which the summary then says)",
     )
     p.add_argument(
         "--select",
@@ -128,12 +129,13 @@ def _codes(values: Sequence[str] | None) -> tuple[str, ...]:
 
 def _options(args: argparse.Namespace, config: dict) -> tuple[LintOptions, str]:
     systemd_version = args.systemd_version or config.get("systemd-version")
-    vllm_version = args.vllm_version or config.get("vllm-version")
+    configured_vllm = config.get("vllm-version")
     try:
         if systemd_version is not None:
             load_catalog(int(systemd_version))
-        if vllm_version is not None:
-            load_vllm(str(vllm_version))
+        for release in (args.vllm_version, configured_vllm):
+            if release is not None:
+                choose_catalog(str(release))  # a release without a catalog is fine
     except (UnknownSystemdVersion, UnknownVllmVersion, ValueError) as exc:
         raise UsageError(str(exc)) from None
     fail_on = args.fail_on or config.get("fail-on", "error")
@@ -154,7 +156,8 @@ def _options(args: argparse.Namespace, config: dict) -> tuple[LintOptions, str]:
         )
         + tuple(tuple(group) for group in config.get("same-host", ())),
         systemd_version=int(systemd_version) if systemd_version is not None else None,
-        vllm_version=str(vllm_version) if vllm_version is not None else None,
+        vllm_version=args.vllm_version,
+        vllm_version_default=str(configured_vllm) if configured_vllm is not None else None,
         select=_codes(args.select) if args.select is not None else _codes(config.get("select")),
         ignore=_codes(args.ignore) + _codes(config.get("ignore")),
         fail_on=severity,

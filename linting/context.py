@@ -6,57 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from linting.execline.command import (
-    EXEC_KEYS,
-    ExecCommand,
-    ExecLine,
-    ExpandedArg,
-    expand_command,
-    parse_exec_value,
-)
+from linting.commands import Command, shell_script
+from linting.execline.command import EXEC_KEYS, ExecLine, expand_command, parse_exec_value
 from linting.execline.env_assignments import EnvProblem, EnvVar, parse_environment
 from linting.execline.env_files import EnvFiles, load_environment_files
-from linting.execline.env_substitution import Substitution, displayed, without_marks
+from linting.execline.env_substitution import without_marks
 from linting.execline.exec_environment import exec_environment
-from linting.execline.extract_word import Word
 from linting.execline.specifiers import UnitFacts, local_host_facts, specifier_values
 from linting.options import LintOptions
-from linting.shell.invocation import ShellInvocation, find_shell_script
+from linting.servers import VllmCommand, find_servers, wrapper_scripts
 from linting.shell.scripts import ShellScript, dialect_for
 from linting.shell.shellcheck import PendingCheck
 from linting.unitfile import Assignment, SourceFile, UnitFile
-from linting.vllm.catalog import UnknownVllmVersion, load_catalog
-from linting.vllm.invocation import VllmArgs, parse_vllm_command
-
-
-@dataclass
-class Command:
-    """One command of an Exec line with its exec-time argv."""
-
-    key: str
-    assignment: Assignment
-    line: ExecLine
-    command: ExecCommand
-    args: list[ExpandedArg]
-    substitutions: list[tuple[int, Substitution]]
-
-    @property
-    def argv(self) -> list[str]:
-        """The arguments as people should read them (unknown values as written)."""
-        return [displayed(a.value.text) for a in self.args]
-
-
-@dataclass
-class VllmCommand:
-    """An Exec command that runs a vLLM server, with its arguments parsed for the target
-    vLLM version."""
-
-    command: Command
-    args: VllmArgs
-
-    @property
-    def path(self) -> str:
-        return self.command.assignment.path
 
 
 @dataclass
@@ -156,24 +117,17 @@ class UnitContext:
 
     @cached_property
     def vllm_commands(self) -> list[VllmCommand]:
-        """Every Exec command that runs vLLM, parsed once per unit (none when the target
-        vLLM version has no catalog; the command line refuses such versions up front)."""
-        try:
-            catalog = load_catalog(self.options.effective_vllm_version)
-        except UnknownVllmVersion:
-            return []
-        result = []
-        for cmd in self.commands:
-            parsed = parse_vllm_command([a.value for a in cmd.args], catalog)
-            if parsed is not None:
-                result.append(VllmCommand(cmd, parsed))
-        return result
+        """Every vLLM server the unit starts, its arguments parsed for the release it runs:
+        directly, in a container, or from a wrapper script (linting/servers.py)."""
+        return find_servers(self)
 
     @cached_property
-    def shell_scripts(self) -> list[tuple[Command, ShellScript]]:
-        """The scripts of `bash|sh|dash|ksh … -c SCRIPT` commands that ShellCheck can check,
-        as the shell receives them, with the unit's Environment= names exported."""
+    def shell_scripts(self) -> list[tuple[str, ShellScript]]:
+        """(file, script) for ShellCheck: the scripts of `bash|sh|dash|ksh … -c SCRIPT`
+        commands as the shell receives them, with the unit's Environment= names exported,
+        and the wrapper scripts the unit starts (checked as files)."""
         result = []
+        exported = tuple(sorted(self.environment))
         for cmd in self.commands:
             found = shell_script(cmd)
             if found is None:
@@ -183,8 +137,13 @@ class UnitContext:
             dialect = dialect_for(shell.dialect)
             if dialect is None:
                 continue
-            exported = tuple(sorted(self.environment))
-            result.append((cmd, ShellScript(without_marks(arg.value), dialect, exported)))
+            result.append(
+                (cmd.assignment.path, ShellScript(without_marks(arg.value), dialect, exported))
+            )
+        for wrapper in wrapper_scripts(self):
+            dialect = dialect_for(wrapper.dialect)
+            if dialect is not None:
+                result.append((wrapper.path, ShellScript(wrapper.text, dialect, exported)))
         return result
 
     @cached_property
@@ -211,17 +170,3 @@ class RunContext:
     units: list[UnitContext]
     options: LintOptions
     shellcheck_jobs: list[ShellCheckJob] = field(default_factory=list)
-
-
-def load_word(command: Command, word_index: int) -> Word:
-    """The raw (unquoted, pre-specifier) word behind load-time argv[word_index]."""
-    offset = 1 if "@" in command.command.prefixes else 0
-    return command.command.words[word_index + offset]
-
-
-def shell_script(command: Command) -> tuple[ShellInvocation, ExpandedArg] | None:
-    """The `-c` script of a shell command, as the shell receives it."""
-    found = find_shell_script(command.argv)
-    if found is None:
-        return None
-    return found, command.args[found.script_index]

@@ -12,7 +12,7 @@ from pathlib import Path
 from linting.context import RunContext, ShellCheckJob, UnitContext
 from linting.findings import Finding, Hit
 from linting.options import LintOptions
-from linting.report import CommandInfo, FileReport, InputError, Report
+from linting.report import CommandInfo, FileReport, InputError, Report, VersionInfo
 from linting.rules.registry import Rule, all_rules, selected
 from linting.shell.shellcheck import ShellCheckPool
 from linting.spans import Span
@@ -133,9 +133,8 @@ def _unit_findings(
     ctx: UnitContext, rules: list[Rule], run: RunContext, pool: ShellCheckPool | None
 ) -> list[Finding]:
     if pool is not None:
-        for cmd, script in ctx.shell_scripts:
-            check = pool.submit(script)
-            run.shellcheck_jobs.append(ShellCheckJob(ctx, cmd.assignment.path, script, check))
+        for path, script in ctx.shell_scripts:
+            run.shellcheck_jobs.append(ShellCheckJob(ctx, path, script, pool.submit(script)))
     return [finding(rule, ctx, hit) for rule in rules if rule.check for hit in rule.check(ctx)]
 
 
@@ -145,7 +144,9 @@ def _report(
     report = Report()
     for ctx in contexts:
         findings = _without_knock_ons(_filter(ctx, found[id(ctx)], set(active)), active)
-        file_report = FileReport(ctx.unit.path, findings, _commands(ctx), dict(ctx.unit.sources))
+        file_report = FileReport(
+            ctx.unit.path, findings, _commands(ctx), dict(ctx.unit.sources), _versions(ctx)
+        )
         report.files.append(file_report)
     # findings a cross-file check attached to one unit but that belong to another file
     by_path = {fr.path: fr for fr in report.files}
@@ -230,6 +231,20 @@ def _filter(ctx: UnitContext, findings: list[Finding], active: set[str]) -> list
         seen.add(key)
         result.append(f)
     return result
+
+
+def _versions(ctx: UnitContext) -> list[VersionInfo]:
+    found = [
+        VersionInfo(
+            vc.version.requested,
+            vc.version.catalog.version,
+            vc.version.source,
+            vc.version.note,
+            vc.version.assumed,
+        )
+        for vc in ctx.vllm_commands
+    ]
+    return list(dict.fromkeys(found))
 
 
 def _commands(ctx: UnitContext) -> list[CommandInfo]:

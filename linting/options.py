@@ -10,13 +10,15 @@ from linting.execline.specifiers import HostFacts
 from linting.findings import Severity
 from linting.local_files import FileFinder
 from linting.systemd.catalog import DEFAULT_SYSTEMD_VERSION
-from linting.vllm.catalog import DEFAULT_VLLM_VERSION
 
 
 @dataclass
 class LintOptions:
     systemd_version: int | None = None
+    # The vLLM release to lint every command as (`--vllm-version`, a profile's target);
+    # `vllm_version_default` only for commands that show none (`[tool.lintunits]`).
     vllm_version: str | None = None
+    vllm_version_default: str | None = None
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     fail_on: Severity = Severity.ERROR
@@ -38,7 +40,3 @@ class LintOptions:
     @property
     def effective_systemd_version(self) -> int:
         return self.systemd_version or DEFAULT_SYSTEMD_VERSION
-
-    @property
-    def effective_vllm_version(self) -> str:
-        return self.vllm_version or DEFAULT_VLLM_VERSION

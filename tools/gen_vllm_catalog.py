@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""Generate vLLM version catalogs for the linter from released wheels.
+"""Generate vLLM version catalogs for the linter from released sdists (or wheels).
 
 Usage::
 
-    python tools/gen_vllm_catalog.py 0.8.5 0.11.0 0.16.0 0.33.0
+    python tools/gen_vllm_catalog.py --all          # every release from 0.8.0 on + decisions
+    python tools/gen_vllm_catalog.py 0.16.0 0.33.0  # just these
 
-For each version the wheel is fetched with ``pip download --no-deps vllm==X``
-into a cache outside the repository (``$VLLM_WHEEL_CACHE`` or
-``/var/tmp/vllm-wheels``), opened as a zip file and its sources are *read*
-with :mod:`ast`.  vLLM is never imported: it needs torch/CUDA.  The output is
-``linting/vllm/catalogs/vllm-<version>.json``.
+For each release the sdist is fetched from PyPI (its sha256 checked against the index), or
+the wheel with ``pip download --no-deps`` when there is no sdist, into a cache outside the
+repository (``$VLLM_WHEEL_CACHE`` or ``/var/tmp/vllm-wheels``), and its sources are *read*
+with :mod:`ast`. vLLM is never imported: it needs torch/CUDA. The output is
+``linting/vllm/catalogs/vllm-<version>.json``; ``--all`` writes a catalog only for a release
+whose content differs from the one before it, and ``decisions.json`` for every release.
 
 Why a small abstract interpreter instead of a regex scrape: since ~0.9 vLLM
 derives most flags from config dataclass fields (``get_kwargs`` /
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -41,19 +44,42 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(REPO_ROOT))
 from tools.vllm_catalog.flags import enable_disable_rule, finalize_flag  # noqa: E402
+from tools.vllm_catalog.image import image_entrypoint  # noqa: E402
 from tools.vllm_catalog.interpreter import Interpreter  # noqa: E402
 from tools.vllm_catalog.kwargs_rules import KwargsRules  # noqa: E402
 from tools.vllm_catalog.module_index import ModuleIndex  # noqa: E402
 from tools.vllm_catalog.parser_rules import parser_rules  # noqa: E402
 from tools.vllm_catalog.runtime_choices import runtime_choices  # noqa: E402
-from tools.vllm_catalog.sources import find_or_download_wheel, open_archive, sha256_of  # noqa: E402
+from tools.vllm_catalog.sources import (  # noqa: E402
+    find_or_download_source,
+    index_files,
+    open_archive,
+    sha256_of,
+)
 from tools.vllm_catalog.speculative import speculative_facts  # noqa: E402
 from tools.vllm_catalog.symbolic import ClassRef, FuncRef, ParserVal, SubParsers  # noqa: E402
 from tools.vllm_catalog.type_hints import TypeEvaluator  # noqa: E402
 
 CATALOG_DIR = REPO_ROOT / "linting" / "vllm" / "catalogs"
 
-DEFAULT_CACHE = Path("/var/tmp/vllm-wheels")
+DEFAULT_CACHE = Path(os.environ.get("VLLM_WHEEL_CACHE", "/var/tmp/vllm-wheels"))
+DECISIONS_FILE = "decisions.json"
+OLDEST = "0.8.0"  # the oldest release the linter models (issue 13)
+RELEASE = r"\d+(?:\.\d+)+(?:\.post\d+)?"
+# Keys that say where a fact comes from, not what it is.
+NOT_CONTENT = frozenset(
+    {
+        "source",
+        "notes",
+        "archive",
+        "archive_sha256",
+        "vllm_version",
+        "generated_by",
+        "methods_accepted_reason",
+        "unknown_keys_reason",
+        "method_source",
+    }
+)
 
 GENERATED_BY = "tools/gen_vllm_catalog.py"
 
@@ -69,6 +95,7 @@ LEGACY_SPEC_FLAGS = (
 
 
 def build_catalog(version: str, wheel_path: Path) -> dict[str, Any]:
+    """The catalog of one release from its sdist or wheel."""
     notes: list[str] = []
     with open_archive(wheel_path) as zf:
         index = ModuleIndex(zf)
@@ -98,6 +125,7 @@ def build_catalog(version: str, wheel_path: Path) -> dict[str, Any]:
         spec = speculative_facts(index, types, flags, notes)
         runtime = runtime_choices(index, types, flags)
         prules = parser_rules(index)
+        entrypoint = image_entrypoint(zf)
         notes.extend(rules.notes)
     for f in flags:
         f.pop("origin", None)
@@ -113,8 +141,9 @@ def build_catalog(version: str, wheel_path: Path) -> dict[str, Any]:
     return {
         "vllm_version": version,
         "generated_by": GENERATED_BY,
-        "wheel": wheel_path.name,
-        "wheel_sha256": sha256_of(wheel_path),
+        "archive": wheel_path.name,
+        "archive_sha256": sha256_of(wheel_path),
+        "image_entrypoint": entrypoint,
         "parser": prules,
         "positionals": parser.positionals,
         "flags": flags,
@@ -127,23 +156,103 @@ def build_catalog(version: str, wheel_path: Path) -> dict[str, Any]:
 
 def iter_versions(args: list[str]) -> Iterator[str]:
     for v in args:
-        if not re.fullmatch(r"\d+(\.\d+)+(\.post\d+)?", v):
+        if not re.fullmatch(RELEASE, v):
             raise SystemExit(f"not a version: {v}")
         yield v
 
 
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p.removeprefix("post")) for p in version.split("."))
+
+
+def index_releases(oldest: str) -> list[str]:
+    """Every final release of vLLM on PyPI from `oldest` on (yanked ones left out)."""
+    found = set()
+    for name, entry in index_files().items():
+        match = re.fullmatch(rf"vllm-({RELEASE})(?:\.tar\.gz|-.*\.whl)", name)
+        if match and not entry.get("yanked"):
+            found.add(match.group(1))
+    return sorted((v for v in found if version_key(v) >= version_key(oldest)), key=version_key)
+
+
+def content(catalog: dict[str, Any]) -> Any:
+    """What the linter reads from a catalog: everything but source references, notes and
+    where it came from. Two releases with the same content share one catalog."""
+    if isinstance(catalog, dict):
+        return {k: content(v) for k, v in catalog.items() if k not in NOT_CONTENT}
+    if isinstance(catalog, list):
+        return [content(v) for v in catalog]
+    return catalog
+
+
+def generate_all(cache: Path, out: Path, oldest: str) -> dict[str, Any]:
+    """A catalog for every release whose content differs from the release before it, and
+    the decision for every release (DECISIONS_FILE)."""
+    decisions: dict[str, dict[str, str]] = {}
+    kept: tuple[str, Any] | None = None
+    for version in index_releases(oldest):
+        try:
+            catalog = build_catalog(version, find_or_download_source(version, cache))
+        except (KeyError, StopIteration, ValueError) as exc:
+            decisions[version] = {"decision": "no-catalog", "reason": _unreadable(exc)}
+            continue
+        if catalog["image_entrypoint"] is None and kept is not None:
+            # a wheel has no Dockerfile: the image of the release before it stands in
+            catalog["image_entrypoint"] = kept[1]["image_entrypoint"]
+        if kept is not None and content(catalog) == kept[1]:
+            decisions[version] = {"decision": "same-as", "catalog": kept[0]}
+            continue
+        _write(out / f"vllm-{version}.json", catalog)
+        decisions[version] = {"decision": "catalog"}
+        kept = (version, content(catalog))
+    document = {
+        "generated_by": GENERATED_BY,
+        "oldest": oldest,
+        "note": (
+            "Every vLLM release on PyPI from `oldest` on: `catalog` has its own file, "
+            "`same-as` is linted with the catalog it equals, `no-catalog` with the nearest "
+            "catalog (the linter says so). tests/linting/test_vllm_catalog_decisions.py "
+            "fails when PyPI has a release that is not listed here."
+        ),
+        "releases": decisions,
+    }
+    _write(out / DECISIONS_FILE, document)
+    return document
+
+
+def _unreadable(exc: Exception) -> str:
+    return (
+        f"the generator cannot read this release's command line ({type(exc).__name__}: "
+        f"{str(exc)[:120] or 'no get_kwargs/_compute_kwargs'})"
+    )
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("versions", nargs="+")
-    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="wheel cache directory")
+    ap.add_argument("versions", nargs="*", help="releases to generate (default with --all)")
+    ap.add_argument(
+        "--all",
+        action="store_true",
+        help=f"every release on PyPI from --oldest on, and {DECISIONS_FILE}",
+    )
+    ap.add_argument("--oldest", default=OLDEST)
+    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="sdist/wheel cache")
     ap.add_argument("--out", type=Path, default=CATALOG_DIR)
     ns = ap.parse_args(argv)
     ns.out.mkdir(parents=True, exist_ok=True)
+    if ns.all:
+        document = generate_all(ns.cache, ns.out, ns.oldest)
+        own = [v for v, d in document["releases"].items() if d["decision"] == "catalog"]
+        print(f"{len(document['releases'])} releases, {len(own)} catalogs: {', '.join(own)}")
+        return 0
     for version in iter_versions(ns.versions):
-        wheel = find_or_download_wheel(version, ns.cache)
-        catalog = build_catalog(version, wheel)
+        catalog = build_catalog(version, find_or_download_source(version, ns.cache))
         out = ns.out / f"vllm-{version}.json"
-        out.write_text(json.dumps(catalog, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        _write(out, catalog)
         print(
             f"{out.relative_to(REPO_ROOT) if out.is_relative_to(REPO_ROOT) else out}: "
             f"{len(catalog['flags'])} flags"

@@ -18,6 +18,7 @@ def render_json(report: Report) -> str:
         "version": VERSION,
         "files": [file_json(fr) for fr in report.files],
         "summary": report.counts(),
+        "notes": report.notes(),
         "input_errors": [{"path": e.path, "message": e.message} for e in report.input_errors],
     }
     return json.dumps(document, ensure_ascii=False, indent=2, default=_fallback) + "\n"
@@ -28,6 +29,7 @@ def file_json(file_report: FileReport) -> dict[str, Any]:
         "path": file_report.path,
         "findings": [finding_json(f, file_report.path) for f in file_report.findings],
         "commands": [c.to_json() for c in file_report.commands],
+        "vllm": [v.to_json() for v in file_report.vllm],
     }
 
 

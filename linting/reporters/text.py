@@ -18,7 +18,7 @@ def render_text(report: Report, *, show_argv: bool = False) -> str:
         blocks.extend(finding_block(file_report, f) for f in file_report.findings)
         if show_argv:
             blocks.extend(argv_block(c) for c in file_report.commands)
-    blocks.append([summary_line(report)])
+    blocks.append([summary_line(report), *(f"Note: {note}" for note in report.notes())])
     return "\n\n".join("\n".join(block) for block in blocks) + "\n"
 
 

@@ -74,6 +74,9 @@ BATCHES_PER_PROCESS = 8
 MIN_BATCH = 32
 MAX_BATCH = 5_000
 _CACHE_LIMIT = 20_000
+# Part of every cache key: bump it when the file handed to ShellCheck is laid out anew
+# (2: a `#!` line stays first), so results cached for the old layout are not reused.
+_FILE_LAYOUT = 2
 
 
 def batch_size(expected: int, processes: int) -> int:
@@ -343,7 +346,7 @@ class _Job:
         text = script.text.text
         names = sorted({n for n in script.exported if _SHELL_NAME.match(n)})
         key = hashlib.sha256(
-            json.dumps([text, script.dialect, names, excluded, identity]).encode()
+            json.dumps([_FILE_LAYOUT, text, script.dialect, names, excluded, identity]).encode()
         ).hexdigest()
         # Line 1: the `shell` directive sets the dialect per file, so scripts of all
         # dialects share one invocation (ShellCheck wiki "Directive": `shell` "overrides the
@@ -355,9 +358,12 @@ class _Job:
         # The export goes after the script's leading comment lines, because directives
         # there apply to the whole script only while no command precedes them.
         lines = text.split("\n")  # ShellCheck counts lines on "\n" only
-        out = [f"# shellcheck shell={script.dialect}"]
-        line_map = [0]
-        lead = 0
+        # A script file's `#!` line must stay the first line (SC1128): the directive and the
+        # exports follow it.
+        shebang = 1 if lines[0].startswith("#!") else 0
+        out = [*lines[:shebang], f"# shellcheck shell={script.dialect}"]
+        line_map = [*range(1, shebang + 1), 0]
+        lead = shebang
         if names:
             while lead < len(lines) and lines[lead].lstrip(" \t")[:1] in ("", "#"):
                 lead += 1

@@ -151,8 +151,8 @@ class VllmCatalog:
     """Facts about one vLLM version's `vllm serve` command line."""
 
     version: str
-    wheel: str
-    wheel_sha256: str
+    archive: str  # the sdist or wheel it was generated from
+    archive_sha256: str
     positionals: tuple[str, ...]
     flags: tuple[FlagSpec, ...]
     speculative_config: SpecConfigSpec
@@ -160,6 +160,8 @@ class VllmCatalog:
     parser: ParserRules
     runtime_choices: Mapping[str, tuple[str, ...]]
     notes: tuple[str, ...]
+    # What `docker run vllm/vllm-openai:vX …` runs before the arguments after the image.
+    image_entrypoint: tuple[str, ...] | None = None
     _by_name: Mapping[str, FlagSpec] = field(repr=False, compare=False, init=False)
 
     def __post_init__(self) -> None:
@@ -317,8 +319,8 @@ def _parse(data: dict[str, Any]) -> VllmCatalog:
     runtime = {k: tuple(v["values"]) for k, v in data.get("runtime_choices", {}).items()}
     return VllmCatalog(
         version=data["vllm_version"],
-        wheel=data["wheel"],
-        wheel_sha256=data["wheel_sha256"],
+        archive=data["archive"],
+        archive_sha256=data["archive_sha256"],
         positionals=tuple(data["positionals"]),
         flags=flags,
         speculative_config=spec_config,
@@ -326,6 +328,7 @@ def _parse(data: dict[str, Any]) -> VllmCatalog:
         parser=parser,
         runtime_choices=MappingProxyType(runtime),
         notes=tuple(data.get("notes", ())),
+        image_entrypoint=_tuple_or_none(data.get("image_entrypoint")),
     )
 
 
@@ -349,3 +352,61 @@ def _default_version() -> str:
 
 DEFAULT_VLLM_VERSION: str = _default_version()
 """Newest version with a catalog: what an unpinned unit is linted against."""
+
+DECISIONS_FILE = CATALOG_DIR / "decisions.json"
+_RELEASE = re.compile(r"\d+(?:\.\d+)+(?:\.post\d+)?")
+
+
+@dataclass(frozen=True)
+class CatalogChoice:
+    """Which catalog lints a requested vLLM version, and the note to show when it is not
+    that version's own (or an identical one)."""
+
+    requested: str
+    catalog: VllmCatalog
+    note: str | None = None
+
+
+@cache
+def decisions() -> Mapping[str, Mapping[str, str]]:
+    """The generator's decision for every release it saw (tools/gen_vllm_catalog.py --all):
+    `catalog`, `same-as` (an identical catalog), or `no-catalog`."""
+    if not DECISIONS_FILE.is_file():
+        return MappingProxyType({})
+    data = json.loads(DECISIONS_FILE.read_text(encoding="utf-8"))
+    return MappingProxyType({k: MappingProxyType(v) for k, v in data["releases"].items()})
+
+
+def is_release(version: str) -> bool:
+    """A version string of the form vLLM releases have (`0.16.0`, `0.8.5.post1`)."""
+    return len(version) <= 32 and _RELEASE.fullmatch(version) is not None
+
+
+@cache
+def choose_catalog(version: str) -> CatalogChoice:
+    """The catalog for `version`: its own, the identical one the decisions name, else the
+    nearest older one (the oldest for a release older than all) with a note saying so.
+    Raises UnknownVllmVersion only for a string that is not a release number."""
+    if not is_release(version):
+        raise UnknownVllmVersion(
+            f"no vLLM catalog for version {version[:40]!r}: not a release number (like "
+            f"0.16.0); catalogs: {', '.join(available_versions())}"
+        )
+    versions = available_versions()
+    if version in versions:
+        return CatalogChoice(version, load_catalog(version))
+    decision = decisions().get(version, {})
+    if decision.get("decision") == "same-as" and decision.get("catalog") in versions:
+        return CatalogChoice(version, load_catalog(decision["catalog"]))
+    older = [v for v in versions if _version_key(v) < _version_key(version)]
+    nearest = older[-1] if older else versions[0]
+    if decision.get("decision") == "no-catalog":
+        why = f"vLLM {version} has no catalog ({decision.get('reason', 'not generated')})"
+    elif (
+        older and version not in decisions() and _version_key(version) > _version_key(versions[-1])
+    ):
+        why = f"vLLM {version} is newer than every catalog"
+    else:
+        why = f"vLLM {version} has no catalog of its own"
+    where = "the nearest older one" if older else "the oldest one"
+    return CatalogChoice(version, load_catalog(nearest), f"{why}; linted with {nearest}'s, {where}")

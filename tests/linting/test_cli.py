@@ -104,10 +104,18 @@ def test_unknown_option_exits_two(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_unknown_versions_exit_two(units: Path) -> None:
-    code, _, err = lint(str(units / "good.service"), "--vllm-version", "0.0.1")
-    assert code == 2 and "0.0.1" in err
+    code, _, err = lint(str(units / "good.service"), "--vllm-version", "latest")
+    assert code == 2 and "latest" in err
     code, _, err = lint(str(units / "good.service"), "--systemd-version", "100")
     assert code == 2 and "100" in err
+
+
+def test_a_vllm_release_without_a_catalog_is_linted_with_the_nearest_older_one(
+    units: Path,
+) -> None:
+    code, out, err = lint(str(units / "good.service"), "--vllm-version", "0.13.5")
+    assert code == 0, err
+    assert "0.13.5 has no catalog of its own; linted with 0.13.0's" in out
 
 
 def test_no_input_is_a_usage_error() -> None:

@@ -264,12 +264,12 @@ def test_input_errors_are_printed_first() -> None:
 
 def test_json_has_the_documented_shape() -> None:
     document = json.loads(render(sample_report(), "json"))
-    assert list(document) == ["version", "files", "summary", "input_errors"]
+    assert list(document) == ["version", "files", "summary", "notes", "input_errors"]
     assert document["version"] == 1
     assert document["summary"] == {"error": 3, "warning": 2, "info": 1}
     assert document["input_errors"] == [{"path": "missing.service", "message": "no such file"}]
     first = document["files"][0]
-    assert list(first) == ["path", "findings", "commands"]
+    assert list(first) == ["path", "findings", "commands", "vllm"]
     plain = first["findings"][0]
     assert list(plain) == [
         "code", "name", "severity", "line", "column", "end_line", "end_column", "message",

@@ -3,7 +3,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from linting.context import UnitContext, load_word, shell_script
+from linting.commands import load_word, shell_script
+from linting.context import UnitContext
 from linting.findings import Edit, Fix, Hit, Severity
 from linting.rules.registry import rule
 

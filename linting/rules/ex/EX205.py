@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from linting.context import UnitContext, load_word, shell_script
+from linting.commands import load_word, shell_script
+from linting.context import UnitContext
 from linting.execline.env_substitution import displayed
 from linting.execline.specifiers import find_specifiers
 from linting.findings import Fix, Hit, Severity

@@ -3,7 +3,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from linting.context import UnitContext, load_word
+from linting.commands import load_word
+from linting.context import UnitContext
 from linting.execline.specifiers import find_specifiers
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule

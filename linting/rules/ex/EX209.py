@@ -3,7 +3,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from linting.context import UnitContext, shell_script
+from linting.commands import shell_script
+from linting.context import UnitContext
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from linting.context import UnitContext, shell_script
+from linting.commands import shell_script
+from linting.context import UnitContext
 from linting.execline.env_substitution import is_whole_word_reference
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule

@@ -3,7 +3,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from linting.context import Command, UnitContext, shell_script
+from linting.commands import Command, shell_script
+from linting.context import UnitContext
 from linting.cuda import visible_gpu_count
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule

@@ -4,9 +4,11 @@ import posixpath
 import re
 from collections.abc import Iterator
 
-from linting.context import Command, UnitContext, shell_script
+from linting.commands import Command, shell_script
+from linting.context import UnitContext
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule
+from linting.vllm.container import container_run
 
 # A script whose last command runs in the background (`… &`) and is not waited for.
 _BACKGROUND_END = re.compile(r"&\s*(?:;?\s*exit(?:\s+\d+)?\s*)?;?\s*$")
@@ -60,10 +62,9 @@ def _daemonizes(cmd: Command) -> str | None:
     program = posixpath.basename(argv[0]) if argv else ""
     if program == "ray" and argv[1:2] == ["start"] and "--block" not in argv:
         return "`ray start` without --block starts Ray in the background"
-    if program in ("docker", "podman") and "run" in argv[1:3]:
-        run_at = argv.index("run")
-        if any(a in ("-d", "--detach", "--detach=true") for a in argv[run_at + 1 :]):
-            return f"`{program} run -d` detaches from the container"
+    run = container_run([a.value for a in cmd.args])
+    if run is not None and run.detached:
+        return f"`{program} run -d` detaches from the container"
     if (
         program in ("docker", "podman", "docker-compose")
         and "up" in argv

@@ -47,6 +47,8 @@ def root_on_all_interfaces(ctx: UnitContext) -> Iterator[Hit]:
     if dynamic is not None and parse_boolean(dynamic):
         return
     for vc in ctx.vllm_servers:
+        if vc.container is not None:
+            continue  # the engine's user and `-p` decide that for a container
         host = vc.args.last("host")
         value = host.value if host is not None else None
         if value is not None and value.text not in ALL_INTERFACES:

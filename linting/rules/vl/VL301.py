@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from linting.context import UnitContext, VllmCommand
+from linting.context import UnitContext
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule
 from linting.rules.vl._messages import AT_ENGINE, AT_PARSE, shown, vllm_label
+from linting.servers import VllmCommand
 from linting.spans import Traced
 from linting.vllm.invocation import (
     point,

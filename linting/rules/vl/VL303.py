@@ -19,6 +19,18 @@ def _versions_accepting(method: str) -> list[str]:
     return found
 
 
+def _ranges(versions: list[str]) -> str:
+    """`0.8.5 to 0.10.2, 0.16.0 to 0.33.0`: runs of consecutive catalogs."""
+    catalogs = available_versions()
+    runs: list[list[str]] = []
+    for version in versions:
+        if runs and catalogs.index(version) == catalogs.index(runs[-1][-1]) + 1:
+            runs[-1].append(version)
+        else:
+            runs.append([version])
+    return ", ".join(r[0] if len(r) == 1 else f"{r[0]} to {r[-1]}" for r in runs)
+
+
 @rule("VL303", Severity.ERROR)
 def speculative_method_unsupported(ctx: UnitContext) -> Iterator[Hit]:
     """
@@ -62,7 +74,7 @@ def speculative_method_unsupported(ctx: UnitContext) -> Iterator[Hit]:
                 continue  # argparse choices: reported by VL321
         others = _versions_accepting(method)
         if others:
-            also = f"; accepted by vLLM {', '.join(others)}"
+            also = f"; accepted by vLLM {_ranges(others)}"
         else:
             also = "; no known vLLM version accepts it"
         close = difflib.get_close_matches(method, accepted, n=1, cutoff=0.6)

@@ -3,11 +3,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from linting.context import UnitContext, VllmCommand
+from linting.context import UnitContext
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule
 from linting.rules.vl._messages import AT_ENGINE, shown, vllm_label
 from linting.rules.vl._spec import effective_method, spec_data
+from linting.servers import VllmCommand
 from linting.vllm.catalog import VllmCatalog
 from linting.vllm.invocation import (
     SpecView,

@@ -5,11 +5,12 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from linting.context import RunContext, UnitContext, VllmCommand
+from linting.context import RunContext, UnitContext
 from linting.execline.env_substitution import has_unknown
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule
 from linting.rules.vl._commands import command_span
+from linting.servers import VllmCommand
 from linting.spans import Span
 from linting.vllm.invocation import (
     ALL_INTERFACES,
@@ -29,6 +30,8 @@ class _Listener:
 
 def _listeners(ctx: UnitContext) -> Iterator[_Listener]:
     for vc in ctx.vllm_servers:
+        if vc.container is not None:
+            continue  # a container's port is its own; the host port is `-p`'s
         args = vc.args
         option = args.last("port")
         host_opt = args.last("host")

@@ -28,6 +28,7 @@ from linting.rules.vl import (
     VL327,
     VL328,
     VL330,
+    VL331,
 )
 
 __all__ = [
@@ -50,4 +51,5 @@ __all__ = [
     "VL327",
     "VL328",
     "VL330",
+    "VL331",
 ]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from linting.context import UnitContext, VllmCommand
+from linting.context import UnitContext
+from linting.servers import VllmCommand
 from linting.spans import Span
 from linting.vllm.invocation import ArgProblem, ArgProblemKind
 

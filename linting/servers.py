@@ -1,0 +1,163 @@
+"""The vLLM servers a unit starts, however it starts them: an Exec command that runs
+`vllm serve` or the OpenAI api_server module, a `docker|podman run` of the vLLM image
+(the vLLM arguments follow the image), or a wrapper script (`ExecStart=/opt/llm/start.sh`)
+whose `exec vllm serve …` the linter can read. Each is parsed against the catalog of the
+release it runs (linting/vllm/version.py)."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from linting.commands import Command
+from linting.shell.wrapper import script_dialect, vllm_commands_in_script
+from linting.spans import LineOrigins, Traced, joined_origins
+from linting.unitfile import SourceFile
+from linting.vllm.container import ContainerRun, parse_container_run
+from linting.vllm.detect import find_vllm
+from linting.vllm.invocation import VllmArgs, parse_vllm_command
+from linting.vllm.version import (
+    VllmVersion,
+    project_pin,
+    resolve_version,
+    version_in_image,
+    version_in_path,
+)
+
+if TYPE_CHECKING:
+    from linting.context import UnitContext
+
+# Where the official image's entrypoint is not known (a wheel has no Dockerfile).
+DEFAULT_ENTRYPOINT = ("vllm", "serve")
+
+
+@dataclass
+class VllmCommand:
+    """A vLLM server started by an Exec command, with its arguments parsed for the release
+    it runs."""
+
+    command: Command
+    args: VllmArgs
+    version: VllmVersion
+    container: ContainerRun | None = None
+    script: str | None = None  # the wrapper script that runs it (the linter's copy)
+
+    @property
+    def path(self) -> str:
+        """The file its arguments are written in (the unit, a drop-in, the script)."""
+        return self.script or self.command.assignment.path
+
+
+@dataclass(frozen=True)
+class WrapperScript:
+    path: str  # the linter's copy
+    dialect: str
+    text: Traced  # the whole file, every character at its position
+
+
+def find_servers(ctx: UnitContext) -> list[VllmCommand]:
+    servers: list[VllmCommand] = []
+    for cmd in ctx.commands:
+        argv = [a.value for a in cmd.args]
+        run = parse_container_run(argv)
+        if run is not None:
+            servers.extend(_container(ctx, cmd, argv, run))
+        elif find_vllm([a.text for a in argv]) is not None:
+            servers.extend(_direct(ctx, cmd, argv))
+        else:
+            servers.extend(_wrapped(ctx, cmd, argv))
+    return servers
+
+
+def wrapper_scripts(ctx: UnitContext) -> list[WrapperScript]:
+    """The wrapper scripts the unit's commands run, where the linter can read them."""
+    found = []
+    for cmd in ctx.commands:
+        script = _script_of(ctx, [a.value for a in cmd.args])
+        if script is not None:
+            found.append(script[0])
+    return found
+
+
+def _version(ctx: UnitContext, shown: tuple[str, str] | None) -> VllmVersion:
+    options = ctx.options
+    return resolve_version(
+        explicit=options.vllm_version,
+        shown=shown,
+        configured=options.vllm_version_default,
+        pinned=project_pin(ctx.unit.path, options.trees),
+    )
+
+
+def _direct(ctx: UnitContext, cmd: Command, argv: list[Traced]) -> list[VllmCommand]:
+    release = version_in_path(argv[0].text)
+    shown = (release, f"the path {argv[0].text}") if release else None
+    version = _version(ctx, shown)
+    parsed = parse_vllm_command(argv, version.catalog)
+    return [VllmCommand(cmd, parsed, version)] if parsed is not None else []
+
+
+def _container(
+    ctx: UnitContext, cmd: Command, argv: list[Traced], run: ContainerRun
+) -> list[VllmCommand]:
+    release = version_in_image(run.image.text)
+    shown = (release, f"the image {run.image.text}") if release else None
+    version = _version(ctx, shown)
+    entrypoint = run.entrypoint or version.catalog.image_entrypoint or DEFAULT_ENTRYPOINT
+    anchor = run.image.origins[0] if run.image.origins else None
+    words = [Traced(w, (anchor,) * len(w)) if anchor else Traced(w, ()) for w in entrypoint]
+    if not anchor:
+        return []
+    parsed = parse_vllm_command(words + argv[run.args], version.catalog)
+    return [VllmCommand(cmd, parsed, version, container=run)] if parsed is not None else []
+
+
+def _wrapped(ctx: UnitContext, cmd: Command, argv: list[Traced]) -> list[VllmCommand]:
+    found = _script_of(ctx, argv)
+    if found is None:
+        return []
+    script, script_args = found
+    env = ctx.exec_environment(cmd.key)
+    servers = []
+    for command in vllm_commands_in_script(script.text.text, env, script_args):
+        release = version_in_path(command.argv[0].text) or version_in_path(script.text.text)
+        shown = (release, f"the script {script.path}") if release else None
+        version = _version(ctx, shown)
+        parsed = parse_vllm_command(command.argv, version.catalog)
+        if parsed is not None:
+            servers.append(VllmCommand(cmd, parsed, version, script=script.path))
+    return servers
+
+
+def _script_of(ctx: UnitContext, argv: list[Traced]) -> tuple[WrapperScript, list[Traced]] | None:
+    """The script an Exec command runs (`/opt/x.sh ARGS` or `bash /opt/x.sh ARGS`), if
+    the linter can read it, and the arguments the script receives."""
+    if not argv:
+        return None
+    index = 0
+    if posixpath.basename(argv[0].text) in ("bash", "sh", "dash", "ksh", "zsh"):
+        if len(argv) < 2 or argv[1].text.startswith("-"):
+            return None  # `sh -c …` (ShellCheck's) or options we do not follow
+        index = 1
+    host_path = argv[index].text
+    if not host_path.startswith("/"):
+        return None
+    read = ctx.options.file_finder.read(host_path, ctx.unit.path)
+    if read is None:
+        return None
+    local, text = read
+    dialect = script_dialect(text, host_path)
+    if dialect is None:
+        return None
+    ctx.unit.sources.setdefault(local, SourceFile(local, text))
+    return WrapperScript(local, dialect, _file_text(text)), argv[index + 1 :]
+
+
+def _file_text(text: str) -> Traced:
+    """A whole file as a Traced: each character at its line and column."""
+    lines = text.split("\n")
+    pieces = []
+    for number, line in enumerate(lines, start=1):
+        pieces.append(LineOrigins(number, 1, len(line) + (1 if number < len(lines) else 0)))
+    return Traced(text, joined_origins(pieces))
