@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 # Units here run on this machine, so the files they name are this machine's files.
 SYSTEM_UNIT_DIRS = (
@@ -41,15 +41,24 @@ class FileFinder:
                 return candidate
         return None
 
-    def read(self, host_path: str, unit_path: str) -> tuple[str, str] | None:
-        """(local path, text) of the file, or None when there is no readable UTF-8 copy."""
+    def read(
+        self, host_path: str, unit_path: str, *, starts_with: bytes = b""
+    ) -> tuple[str, str] | None:
+        """(local path, text) of the file, or None when there is no readable UTF-8 copy
+        (or, with `starts_with`, when the file does not begin with those bytes: a program
+        is not read to find out that it is no script)."""
         local = self.find(host_path, unit_path)
         if local is None:
             return None
         try:
             if os.path.getsize(local) > MAX_BYTES:
                 return None
-            return local, Path(local).read_text(encoding="utf-8")
+            with open(local, "rb") as fh:
+                data = fh.read(MAX_BYTES) if not starts_with else fh.read(len(starts_with))
+                if starts_with and data != starts_with:
+                    return None
+                data += fh.read(MAX_BYTES)
+            return local, data.decode("utf-8")
         except (OSError, UnicodeDecodeError):
             return None
 

@@ -143,7 +143,10 @@ def _script_of(ctx: UnitContext, argv: list[Traced]) -> tuple[WrapperScript, lis
     host_path = argv[index].text
     if not host_path.startswith("/"):
         return None
-    read = ctx.options.file_finder.read(host_path, ctx.unit.path)
+    finder = ctx.options.file_finder
+    read = finder.read(host_path, ctx.unit.path, starts_with=b"#!")
+    if read is None and host_path.endswith(".sh"):
+        read = finder.read(host_path, ctx.unit.path)
     if read is None:
         return None
     local, text = read

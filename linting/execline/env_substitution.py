@@ -147,30 +147,42 @@ def replace_braced(
             pieces.append(word.origins[i : i + 1])
             i += 1
             continue
-        j = i + 2
-        while j < n and s[j] not in "}:":
-            j += 1
-        if j < n and s[j] == "}":
-            name = s[i + 2 : j]
-            value = env.get(name)
-            unknown = value is None and open_env and is_valid_name(name)
-            subs.append(Substitution(name, True, i, j + 1, value, unknown))
-            if unknown:
-                text, origins = _unknown(word, i, j + 1)
-                out.append(text)
-                pieces.append(origins)
-            elif value:
-                out.append(value)
-                pieces.append((word.origins[i],) * len(value))
-            i = j + 1
-            continue
-        # `${X:-d}` (a ':' first) or `${X` unterminated: kept literally.
-        stop = j if j < n else n
-        out.append(s[i:stop])
-        pieces.append(word.origins[i:stop])
-        i = stop
+        i = _braced(word, i, env, open_env, out, pieces, subs)
     anchor = word.origins[0] if word.origins else word.anchor
     return Traced("".join(out), joined_origins(pieces), anchor), subs
+
+
+def _braced(
+    word: Traced,
+    i: int,
+    env: dict[str, str],
+    open_env: bool,
+    out: list[str],
+    pieces: list[Sequence[Pos]],
+    subs: list[Substitution],
+) -> int:
+    """The `${` at `i`: its value (or the unknown reference), or, for `${X:-d}` (a `:`
+    first) and an unterminated `${X`, the text kept literally. Returns where to go on."""
+    s, n = word.text, len(word.text)
+    j = i + 2
+    while j < n and s[j] not in "}:":
+        j += 1
+    if j >= n or s[j] != "}":
+        out.append(s[i:j])
+        pieces.append(word.origins[i:j])
+        return j
+    name = s[i + 2 : j]
+    value = env.get(name)
+    unknown = value is None and open_env and is_valid_name(name)
+    subs.append(Substitution(name, True, i, j + 1, value, unknown))
+    if unknown:
+        text, origins = _unknown(word, i, j + 1)
+        out.append(text)
+        pieces.append(origins)
+    elif value:
+        out.append(value)
+        pieces.append((word.origins[i],) * len(value))
+    return j + 1
 
 
 def is_whole_word_reference(word: str) -> bool:

@@ -15,6 +15,7 @@ import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from linting.vllm.catalog import (
@@ -62,9 +63,9 @@ def project_pin(unit_path: str, trees: Sequence[str]) -> tuple[str, str] | None:
     roots = [os.path.abspath(t) for t in trees]
     directory = os.path.dirname(os.path.abspath(unit_path))
     while any(directory == r or directory.startswith(r.rstrip("/") + "/") for r in roots):
-        for found in (_pyproject_pin(Path(directory)), _requirements_pin(Path(directory))):
-            if found:
-                return found
+        found = _pin_in(directory)
+        if found:
+            return found
         parent = os.path.dirname(directory)
         if parent == directory:
             break
@@ -103,6 +104,13 @@ def resolve_version(
 def _full(version: str) -> str:
     """`0.16` → `0.16.0`: a minor release without its patch number means the .0."""
     return version if version.count(".") >= 2 else version + ".0"
+
+
+@lru_cache(maxsize=1024)
+def _pin_in(directory: str) -> tuple[str, str] | None:
+    """The pin one directory holds (read once per process: a run lints many units of a
+    directory)."""
+    return _pyproject_pin(Path(directory)) or _requirements_pin(Path(directory))
 
 
 def _pyproject_pin(directory: Path) -> tuple[str, str] | None:

@@ -265,6 +265,7 @@ def test_ex208_variable_in_environment_value_stays_literal():
     found = lint(text, "EX208")
     assert [spanned(text, f) for f in found] == ["$PATH", "${LD_LIBRARY_PATH}"]
     assert "'/opt/cuda/bin:$PATH'" in found[0].message
+    assert [f.severity for f in found] == [Severity.ERROR, Severity.WARNING]  # PATH=…$PATH
 
 
 def test_ex209_shell_default_is_passed_literally_and_reported_once():

@@ -11,13 +11,15 @@ from linting.rules.registry import rule
 _REFERENCE = re.compile(r"(?<!\$)\$(\{[A-Za-z_][A-Za-z0-9_]*[^}]*\}|[A-Za-z_][A-Za-z0-9_]*)")
 
 
-@rule("EX208", Severity.ERROR)
+@rule("EX208", Severity.WARNING)
 def variable_in_environment_value(ctx: UnitContext) -> Iterator[Hit]:
     """
     `$VAR` or `${VAR}` inside an `Environment=` value, which systemd does not expand.
 
     What it does:
-    Finds variable references in the values of `Environment=` assignments.
+    Finds variable references in the values of `Environment=` assignments: an error when
+    the variable refers to itself (`PATH=…:$PATH`, meant to extend it), a warning
+    otherwise (a literal `$` in a value is possible, if rare).
 
     Why is this bad?
     `Environment=` values are taken literally: only Exec lines substitute `$`
@@ -51,9 +53,12 @@ def variable_in_environment_value(ctx: UnitContext) -> Iterator[Hit]:
             offset = len(name) + 1
             for match in _REFERENCE.finditer(value):
                 start, end = offset + match.start(), offset + match.end()
+                referenced = match.group(1).strip("{}").split(":")[0]
+                itself = referenced == name
                 yield Hit(
                     word.value.span(start, end),
                     f"systemd does not expand `{match.group(0)}` in Environment=: {name} is "
-                    f"literally {value!r}",
+                    f"literally {value!r}" + (f", not the old {name} extended" if itself else ""),
                     path=a.path,
+                    severity=Severity.ERROR if itself else None,
                 )
