@@ -45,7 +45,11 @@ if str(REPO_ROOT) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(REPO_ROOT))
 from tools.vllm_catalog.flags import enable_disable_rule, finalize_flag  # noqa: E402
 from tools.vllm_catalog.image import image_entrypoint  # noqa: E402
-from tools.vllm_catalog.interpreter import Interpreter  # noqa: E402
+from tools.vllm_catalog.interpreter import (  # noqa: E402
+    API_SERVER_ARGV,
+    SIMULATED_ARGV,
+    Interpreter,
+)
 from tools.vllm_catalog.kwargs_rules import KwargsRules  # noqa: E402
 from tools.vllm_catalog.module_index import ModuleIndex  # noqa: E402
 from tools.vllm_catalog.parser_rules import parser_rules  # noqa: E402
@@ -101,21 +105,23 @@ def build_catalog(version: str, wheel_path: Path) -> dict[str, Any]:
         index = ModuleIndex(zf)
         types = TypeEvaluator(index)
         rules = KwargsRules(index, types)
-        interp = Interpreter(index, rules, notes)
-        serve = index.find_class("vllm.entrypoints.cli.serve", "ServeSubcommand")
-        init = interp.class_member(serve, "subparser_init")
-        assert isinstance(init, FuncRef)
-        parser = ParserVal([], [])
-        interp.parser = parser
-        # `subparsers.add_parser(...)` (argparse._SubParsersAction) must
-        # yield the serve parser.
-        result = interp.run_function(init.binding, [SubParsers(parser)], ClassRef(serve))
-        if not isinstance(result, ParserVal):
-            raise ValueError(f"subparser_init returned {result!r}")
         inverse = enable_disable_rule(index)
+        parser = serve_parser(index, rules, notes, SIMULATED_ARGV)
         flags = [
             finalize_flag(raw, inverse, notes) | {"origin": raw["origin"]} for raw in parser.flags
         ]
+        # The same parser seen from `python -m vllm.entrypoints.openai.api_server`: flags
+        # whose add_argument depends on sys.argv (0.9.0: `--model` only without "serve").
+        module_parser = serve_parser(index, rules, [], API_SERVER_ARGV)
+        serve_names = {n for raw in parser.flags for n in raw["names"]}
+        api_server_flags = [
+            finalize_flag(raw, inverse, [])
+            for raw in module_parser.flags
+            if not serve_names & set(raw["names"])
+        ]
+        serve_only = serve_names - {n for raw in module_parser.flags for n in raw["names"]}
+        if serve_only:  # not modelled by the linter: fail loudly
+            raise ValueError(f"flags only `vllm serve` has: {sorted(serve_only)}")
         seen: dict[str, str] = {}
         for f in flags:
             for n in f["names"]:
@@ -138,6 +144,8 @@ def build_catalog(version: str, wheel_path: Path) -> dict[str, Any]:
     notes.append("also_accepts ['', 'None'] = optional_type(): those strings parse to None")
     flags.sort(key=lambda f: f["names"][0])
     removed = [f for f in LEGACY_SPEC_FLAGS if f not in seen]
+    # Only where they differ, so that every other catalog stays as it was.
+    extra = {"api_server_flags": api_server_flags} if api_server_flags else {}
     return {
         "vllm_version": version,
         "generated_by": GENERATED_BY,
@@ -151,7 +159,25 @@ def build_catalog(version: str, wheel_path: Path) -> dict[str, Any]:
         "speculative_config": spec,
         "removed_flags": removed,
         "notes": sorted(set(notes)),
+        **extra,
     }
+
+
+def serve_parser(
+    index: ModuleIndex, rules: KwargsRules, notes: list[str], argv: tuple[str, ...]
+) -> ParserVal:
+    """The serve parser `ServeSubcommand.subparser_init` builds while sys.argv is `argv`."""
+    interp = Interpreter(index, rules, notes, argv)
+    serve = index.find_class("vllm.entrypoints.cli.serve", "ServeSubcommand")
+    init = interp.class_member(serve, "subparser_init")
+    assert isinstance(init, FuncRef)
+    parser = ParserVal([], [])
+    interp.parser = parser
+    # `subparsers.add_parser(...)` (argparse._SubParsersAction) must yield the serve parser.
+    result = interp.run_function(init.binding, [SubParsers(parser)], ClassRef(serve))
+    if not isinstance(result, ParserVal):
+        raise ValueError(f"subparser_init returned {result!r}")
+    return parser
 
 
 def iter_versions(args: list[str]) -> Iterator[str]:

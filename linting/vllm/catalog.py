@@ -27,7 +27,7 @@ import difflib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
@@ -162,11 +162,25 @@ class VllmCatalog:
     notes: tuple[str, ...]
     # What `docker run vllm/vllm-openai:vX …` runs before the arguments after the image.
     image_entrypoint: tuple[str, ...] | None = None
+    # Flags only `python -m vllm.entrypoints.openai.api_server` has: EngineArgs.add_cli_args
+    # reads sys.argv (0.9.0 adds `--model` only without "serve").
+    api_server_flags: tuple[FlagSpec, ...] = ()
     _by_name: Mapping[str, FlagSpec] = field(repr=False, compare=False, init=False)
+    _api_server: list[VllmCatalog] = field(repr=False, compare=False, init=False)
 
     def __post_init__(self) -> None:
         index = {name: spec for spec in self.flags for name in spec.names}
         object.__setattr__(self, "_by_name", MappingProxyType(index))
+        object.__setattr__(self, "_api_server", [])
+
+    def for_api_server(self) -> VllmCatalog:
+        """This release's flags as the OpenAI api_server module's parser has them."""
+        if not self.api_server_flags:
+            return self
+        if not self._api_server:
+            flags = self.flags + self.api_server_flags
+            self._api_server.append(replace(self, flags=flags, api_server_flags=()))
+        return self._api_server[0]
 
     @property
     def all_names(self) -> tuple[str, ...]:
@@ -270,21 +284,22 @@ def _tuple_or_none(value: list[Any] | None) -> tuple[Any, ...] | None:
     return None if value is None else tuple(value)
 
 
-def _parse(data: dict[str, Any]) -> VllmCatalog:
-    flags = tuple(
-        FlagSpec(
-            names=tuple(f["names"]),
-            dest=f["dest"],
-            kind=f["kind"],
-            type=f["type"],
-            choices=_tuple_or_none(f["choices"]),
-            nargs=f["nargs"],
-            deprecated=f["deprecated"],
-            source=f["source"],
-            also_accepts=tuple(f.get("also_accepts", ())),
-        )
-        for f in data["flags"]
+def _flag(f: dict[str, Any]) -> FlagSpec:
+    return FlagSpec(
+        names=tuple(f["names"]),
+        dest=f["dest"],
+        kind=f["kind"],
+        type=f["type"],
+        choices=_tuple_or_none(f["choices"]),
+        nargs=f["nargs"],
+        deprecated=f["deprecated"],
+        source=f["source"],
+        also_accepts=tuple(f.get("also_accepts", ())),
     )
+
+
+def _parse(data: dict[str, Any]) -> VllmCatalog:
+    flags = tuple(_flag(f) for f in data["flags"])
     spec = data["speculative_config"]
     fields = {
         name: SpecFieldSpec(
@@ -329,6 +344,7 @@ def _parse(data: dict[str, Any]) -> VllmCatalog:
         runtime_choices=MappingProxyType(runtime),
         notes=tuple(data.get("notes", ())),
         image_entrypoint=_tuple_or_none(data.get("image_entrypoint")),
+        api_server_flags=tuple(_flag(f) for f in data.get("api_server_flags", ())),
     )
 
 

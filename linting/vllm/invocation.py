@@ -158,6 +158,8 @@ def parse_vllm_command(argv: list[Traced], catalog: VllmCatalog) -> VllmArgs | N
     found = find_vllm([a.text for a in argv])
     if found is None:
         return None
+    if found.style == "api_server":
+        catalog = catalog.for_api_server()
     return _Parser(argv, found, catalog).run()
 
 

@@ -413,6 +413,19 @@ def test_vl327_serve_model_option_on_0_11() -> None:
     assert lint(text, "0.16.0") == []
 
 
+def test_vl320_model_option_of_0_9_0_exists_for_the_api_server_module_only() -> None:
+    # vLLM 0.9.0 adds `--model` only when "serve" is not in sys.argv
+    # (vllm/engine/arg_utils.py:451 in 0.9.0; vllm-project/vllm#18999): `vllm serve --model`
+    # dies on the ambiguous abbreviation, the OpenAI api_server module takes it.
+    serve = unit("/opt/vllm/bin/vllm serve --model /models/m")
+    f = only(lint(serve, "0.9.0"), "VL320")
+    assert_at(f, serve, "--model")
+    assert "ambiguous" in f.message
+    module = unit("/opt/vllm/bin/python3 -m vllm.entrypoints.openai.api_server --model /models/m")
+    assert lint(module, "0.9.0") == []
+    assert lint(module.replace("--model", "--mode"), "0.9.0") != []  # still a real parse
+
+
 def test_vl328_extra_positional() -> None:
     text = unit(f"{VLLM} /models/draft")
     f = only(lint(text, "0.16.0"), "VL328")

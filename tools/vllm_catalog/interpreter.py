@@ -27,7 +27,10 @@ from tools.vllm_catalog.symbolic import (
 from tools.vllm_catalog.type_hints import union_members
 
 # The process that argparse sees for a systemd unit running `vllm serve MODEL`.
-SIMULATED_ARGV = ["vllm", "serve", "<model>"]
+SIMULATED_ARGV = ("vllm", "serve", "<model>")
+# ... and for `python3 -m vllm.entrypoints.openai.api_server --model MODEL` (sys.argv[0] is
+# the module's file). vLLM 0.9.0 adds `--model` only when "serve" is not in sys.argv.
+API_SERVER_ARGV = ("vllm/entrypoints/openai/api_server.py", "--model", "<model>")
 
 
 def _assigns(stmt: ast.stmt, name: str) -> bool:
@@ -79,8 +82,15 @@ _COMPARISONS: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
 class Interpreter:
     """Execute parser-building functions symbolically."""
 
-    def __init__(self, index: ModuleIndex, rules: KwargsRules, notes: list[str]) -> None:
+    def __init__(
+        self,
+        index: ModuleIndex,
+        rules: KwargsRules,
+        notes: list[str],
+        argv: tuple[str, ...] = SIMULATED_ARGV,
+    ) -> None:
         self.index = index
+        self.argv = list(argv)
         self.rules = rules
         self.notes = notes
         self.parser = ParserVal([], [])
@@ -415,7 +425,7 @@ class Interpreter:
         """`sys.argv` (the simulated command line), `vllm.x.y` (followed), else external."""
         full = f"{base.name}.{name}"
         if full == "sys.argv":
-            return list(SIMULATED_ARGV)
+            return list(self.argv)
         if base.name.startswith("vllm") and self.index.path_of(base.name):
             return self.wrap_binding(self.index.lookup(base.name, name))
         return ExtRef(full)
