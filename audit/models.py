@@ -73,7 +73,18 @@ class AuditKind(StrEnum):
     JOB_STEP_FAILED = "job.step_failed"
     UNIT_PUSHED = "unit.pushed"
     UNIT_ADOPTED = "unit.adopted"
+    UNIT_REMOVED = "unit.removed"
     ROLLBACK = "rollback"
+    # the deploy job (deploys/jobs): who withdrew or cancelled it, how it ended, what it
+    # did to processes on the host
+    DEPLOY_WITHDRAWN = "deploy.withdrawn"
+    DEPLOY_CANCEL_REQUESTED = "deploy.cancel_requested"
+    DEPLOY_CANCELLED = "deploy.cancelled"
+    DEPLOY_INTERRUPTED = "deploy.interrupted"
+    DEPLOY_ROLLED_BACK = "deploy.rolled_back"
+    DEPLOY_ROLLBACK_FAILED = "deploy.rollback_failed"
+    GPU_PROCESS_SIGNALLED = "gpu.process_signalled"
+    HOST_SETTINGS_CHANGED = "host.settings_changed"
 
 
 class AuditImmutableError(Exception):

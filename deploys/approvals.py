@@ -68,6 +68,10 @@ def approval_problems(*, request: DeployRequest, now: datetime | None = None) ->
         refusal = decision_refusal(request, request.decided_by)
         if refusal:
             problems.append(f"approved by {request.decided_by}, who may not: {refusal}")
+    # A restart, rollback or removal names an exact text on the host (or an earlier push),
+    # not what a profile version renders to now: only a deploy is held to the profile.
+    if request.kind != DeployRequest.Kind.DEPLOY:
+        return problems
     return problems + content_problems(request)
 
 
@@ -91,7 +95,10 @@ def running_version_number(request: DeployRequest) -> int | None:
 
 def change_authors(request: DeployRequest) -> dict[int, list[int]]:
     """{user id: version numbers} of everyone who saved a version of the profile after
-    the one running on the host, up to the requested one: the changes this deploy brings."""
+    the one running on the host, up to the requested one: the changes this deploy brings.
+    A restart, rollback or removal brings no new change (nothing here)."""
+    if request.kind != DeployRequest.Kind.DEPLOY:
+        return {}
     since = running_version_number(request)
     versions = ProfileVersion.objects.filter(
         profile_id=request.profile_version.profile_id,

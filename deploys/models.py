@@ -54,6 +54,9 @@ class Host(models.Model):
     # Executables the probe may run besides those of approved, pushed units: set by an
     # admin, audited (deploys.executables, issue 9).
     probe_executables = models.JSONField(default=list, blank=True)
+    # Set by an admin (audited): a restart of what is deployed here runs without a second
+    # person's approval. Deploys, rollbacks and removals always need one.
+    restarts_without_approval = models.BooleanField(default=False)
     probed_at = models.DateTimeField(null=True, blank=True)
     probe_error = models.TextField(blank=True)
     # Set when a probe is queued, cleared when its result (facts or error) is recorded: the
@@ -74,7 +77,15 @@ class Host(models.Model):
 
 
 class DeployRequest(models.Model):
-    """ "Deploy profile version V to host H (as unit U)", approved by someone else."""
+    """ "Deploy profile version V to host H (as unit U)", approved by someone else; or a
+    restart of the unit deployed there, a rollback to an earlier deployed version, or the
+    removal of the unit. The request is also its job: status, steps, host state."""
+
+    class Kind(models.TextChoices):
+        DEPLOY = "deploy", "Deploy"
+        RESTART = "restart", "Restart"
+        ROLLBACK = "rollback", "Roll back"
+        REMOVE = "remove", "Remove"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Waiting for approval"
@@ -82,9 +93,16 @@ class DeployRequest(models.Model):
         REJECTED = "rejected", "Rejected"
         EXPIRED = "expired", "Expired"
         VOID = "void", "Void (something changed after the request)"
+        WITHDRAWN = "withdrawn", "Withdrawn by the requester"
         RUNNING = "running", "Running"
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
+        ROLLED_BACK = "rolled_back", "Failed, previous unit restored"
+        ROLLBACK_FAILED = "rollback_failed", "Failed, and the rollback failed too"
+        CANCELLED = "cancelled", "Cancelled"
+        INTERRUPTED = "interrupted", "Interrupted (the worker stopped)"
+
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.DEPLOY)
 
     profile_version = models.ForeignKey(
         ProfileVersion, on_delete=models.PROTECT, related_name="deploy_requests"
@@ -101,7 +119,7 @@ class DeployRequest(models.Model):
     host_unit_sha256 = models.CharField(max_length=64, blank=True)
     lint_findings = models.JSONField(default=list, blank=True)
     warnings_acknowledged = models.BooleanField(default=False)
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     status_reason = models.TextField(blank=True)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="deploy_requests"
@@ -116,14 +134,52 @@ class DeployRequest(models.Model):
     approved_sha256 = models.CharField(max_length=64, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A rollback request: the earlier push whose text goes back on the host.
+    rollback_to = models.ForeignKey(
+        "deploys.PushedUnit", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # The job: cancel asked (it stops at the next step boundary), the last step that
+    # completed, and the state it left the host in (read back at the end).
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    last_step = models.CharField(max_length=60, blank=True)
+    host_state = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-requested_at"]
-        permissions = [("approve_deployrequest", "Can approve or reject deploy requests")]
+        permissions = [
+            ("approve_deployrequest", "Can approve or reject deploy requests"),
+            ("cancel_deployrequest", "Can cancel queued or running deploy jobs"),
+        ]
         indexes = [models.Index(fields=["status", "expires_at"])]
 
     def __str__(self) -> str:
-        return f"#{self.pk} {self.unit_name}.service → {self.host}"
+        kind = "" if self.kind == self.Kind.DEPLOY else f"{self.get_kind_display().lower()} "
+        return f"#{self.pk} {kind}{self.unit_name}.service → {self.host}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+    @property
+    def failed_loudly(self) -> bool:
+        """The host may be down: a failed job whose rollback failed too."""
+        return self.status == self.Status.ROLLBACK_FAILED
+
+
+FINISHED_STATUSES = frozenset(
+    {
+        DeployRequest.Status.SUCCEEDED,
+        DeployRequest.Status.FAILED,
+        DeployRequest.Status.ROLLED_BACK,
+        DeployRequest.Status.ROLLBACK_FAILED,
+        DeployRequest.Status.CANCELLED,
+        DeployRequest.Status.INTERRUPTED,
+        DeployRequest.Status.VOID,
+    }
+)
 
 
 class JobStep(models.Model):

@@ -20,6 +20,7 @@ VIEW_REQUEST = "deploys.view_deployrequest"
 REQUEST_DEPLOY = "deploys.add_deployrequest"
 APPROVE_DEPLOY = "deploys.approve_deployrequest"
 ADOPT_UNIT = "deploys.add_unitadoption"
+CANCEL_JOB = "deploys.cancel_deployrequest"
 
 
 def require(user: User | None, perm: str, action: str) -> None:
@@ -33,6 +34,7 @@ __all__ = [
     "ADD_HOST",
     "ADOPT_UNIT",
     "APPROVE_DEPLOY",
+    "CANCEL_JOB",
     "CHANGE_HOST",
     "REQUEST_DEPLOY",
     "VIEW_HOST",

@@ -16,6 +16,7 @@ from typing import Any
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from deploys.connect import transport_for
+from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
 from deploys.transports.push import DEFAULT_UNIT_DIR as UNIT_DIR
 from deploys.transports.push import MAX_UNIT_BYTES, sha256_hex
@@ -323,6 +324,95 @@ def deploy_request_steps(*, request: DeployRequest) -> QuerySet[JobStep]:
     return JobStep.objects.filter(request=request).order_by("started_at", "pk")
 
 
+# -- what is deployed, and the queue of jobs per host ---------------------------------------
+
+
+def deployed_unit(*, host: Host, unit_name: str) -> PushedUnit | None:
+    """The last unit specadmin wrote as `unit_name` on `host` (None: never, or removed)."""
+    last = (
+        PushedUnit.objects.filter(host=host, unit_name=unit_name)
+        .select_related("request__profile_version__profile")
+        .order_by("-pushed_at", "-pk")
+        .first()
+    )
+    return last if last is not None and last.text else None
+
+
+def deployed_units(*, host: Host) -> list[PushedUnit]:
+    """Every unit specadmin deployed on `host` and did not remove since (the last push of
+    each unit name), for the host page's restart / rollback / remove actions."""
+    names = PushedUnit.objects.filter(host=host).values_list("unit_name", flat=True).distinct()
+    found = [deployed_unit(host=host, unit_name=name) for name in sorted(set(names))]
+    return [p for p in found if p is not None]
+
+
+def rollback_targets(*, host: Host, unit_name: str) -> list[PushedUnit]:
+    """Earlier texts specadmin pushed as this unit on this host (newest first, one per
+    text), other than the one there now: what a rollback request can go back to."""
+    current = deployed_unit(host=host, unit_name=unit_name)
+    seen = {current.sha256} if current else set()
+    targets = []
+    for push in (
+        PushedUnit.objects.filter(host=host, unit_name=unit_name, request__isnull=False)
+        .exclude(text="")
+        .select_related("request__profile_version__profile")
+        .order_by("-pushed_at", "-pk")
+    ):
+        if push.sha256 not in seen:
+            seen.add(push.sha256)
+            targets.append(push)
+    return targets
+
+
+def queue_position(*, request: DeployRequest) -> int | None:
+    """0: this job holds the host; N: N-th in line for it; None: not queued or running.
+
+    In line are the jobs waiting for the host's lock (oldest wait first), then approved
+    requests no worker has picked up yet (by approval time).
+    """
+    if request.status not in (DeployRequest.Status.APPROVED, DeployRequest.Status.RUNNING):
+        return None
+    holder = HostLock.objects.filter(host=request.host_id).values_list("request_id", flat=True)
+    if request.status == DeployRequest.Status.RUNNING and request.pk in holder:
+        return 0
+    waiting = list(
+        JobStep.objects.filter(
+            request__host_id=request.host_id,
+            request__status=DeployRequest.Status.RUNNING,
+            name="host_lock",
+            status=JobStep.Status.RUNNING,
+        )
+        .order_by("pk")
+        .values_list("request_id", flat=True)
+    )
+    queued = list(
+        DeployRequest.objects.filter(host_id=request.host_id, status=DeployRequest.Status.APPROVED)
+        .order_by("decided_at", "pk")
+        .values_list("pk", flat=True)
+    )
+    line = [pk for pk in waiting + queued if pk not in holder]
+    return line.index(request.pk) + 1 if request.pk in line else None
+
+
+def failed_rollbacks() -> list[DeployRequest]:
+    """Jobs whose rollback failed and whose unit no later job brought back: the hosts
+    that may be down (the banner on every page)."""
+    loud = DeployRequest.objects.filter(status=DeployRequest.Status.ROLLBACK_FAILED).select_related(
+        "host"
+    )
+    result = []
+    for request in loud.order_by("-finished_at"):
+        later = DeployRequest.objects.filter(
+            host_id=request.host_id,
+            unit_name=request.unit_name,
+            status=DeployRequest.Status.SUCCEEDED,
+            finished_at__gt=request.finished_at,
+        )
+        if not later.exists():
+            result.append(request)
+    return result
+
+
 __all__ = [
     "MAX_UNIT_BYTES",
     "DeployPreview",
@@ -333,13 +423,18 @@ __all__ = [
     "deploy_request_steps",
     "deployable_hosts",
     "deployable_versions",
+    "deployed_unit",
+    "deployed_units",
     "diff_lines",
+    "failed_rollbacks",
     "host_list",
     "host_probe_executables",
     "latest_version_number",
     "lint_versions",
+    "queue_position",
     "read_host_unit",
     "rendered_text",
+    "rollback_targets",
     "unit_diff",
     "unit_for_host",
     "unit_path",

@@ -166,8 +166,10 @@ Q_CLUSTER: dict = {
     "name": "specadmin",
     "workers": envint("Q_WORKERS", 2),
     # django-q2 requires retry > timeout, or a slow task is handed to a second worker.
-    "timeout": envint("Q_TIMEOUT", 3600),
-    "retry": envint("Q_RETRY", 3700),
+    # 3 h: a deploy with the default waits (a 45 min model load, and as long again for its
+    # rollback) takes at most about 1 h 55 min (deploys.jobs.checks, W002).
+    "timeout": envint("Q_TIMEOUT", 10800),
+    "retry": envint("Q_RETRY", 10900),
     "max_attempts": 1,
     "catch_up": False,
 }
@@ -198,6 +200,10 @@ AUDIT_CHECKPOINT_COMMAND = envstr("AUDIT_CHECKPOINT_COMMAND", "")
 
 # A deploy approval (and a pending request) expires after this many hours.
 DEPLOY_APPROVAL_TTL_HOURS = envint("DEPLOY_APPROVAL_TTL_HOURS", 24)
+# One job per host: its lease (renewed every quarter of it; a dead worker's expires after
+# this long) and how long a job waits for a busy host (deploys.jobs.lease).
+DEPLOY_LOCK_LEASE_S = envint("DEPLOY_LOCK_LEASE_S", 120)
+DEPLOY_LOCK_WAIT_S = envint("DEPLOY_LOCK_WAIT_S", 600)
 
 LOGGING = {
     "version": 1,

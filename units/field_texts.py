@@ -64,6 +64,18 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "timeout_stop_sec",
         ),
     ),
+    (
+        "deploy",
+        "Deploy job",
+        (
+            "deploy_gpu_clean_sec",
+            "deploy_kill_grace_sec",
+            "deploy_kill_foreign",
+            "deploy_journal_check_sec",
+            "deploy_ready_timeout_sec",
+            "deploy_rollback",
+        ),
+    ),
 )
 
 LABELS: dict[str, str] = {
@@ -104,6 +116,12 @@ LABELS: dict[str, str] = {
     "gpu_free_threshold_mib": "GPU-free threshold (MiB)",
     "target_vllm_version": "Target vLLM version",
     "target_systemd_version": "Target systemd version",
+    "deploy_gpu_clean_sec": "GPU-clean wait (s)",
+    "deploy_kill_grace_sec": "Kill grace period (s)",
+    "deploy_kill_foreign": "Kill other users' GPU processes",
+    "deploy_journal_check_sec": "Journal check after start (s)",
+    "deploy_ready_timeout_sec": "Readiness wait (s)",
+    "deploy_rollback": "Roll back on failure",
 }
 
 # What each field writes, shown beside its label: the vLLM flag, the key inside
@@ -197,4 +215,15 @@ HELP: dict[str, str] = {
     "target_vllm_version": "Flags and speculative methods are checked against this version "
     "(a host's probed version wins when deploying there).",
     "target_systemd_version": "Unit-file keys and Exec= parsing are checked for this version.",
+    "deploy_gpu_clean_sec": "After the stop, every GPU the service uses must be under the "
+    "GPU-free threshold with no process left within this time, or nothing is started.",
+    "deploy_kill_grace_sec": "The service's leftover GPU processes get SIGTERM, then SIGKILL "
+    "after this many seconds.",
+    "deploy_kill_foreign": "Off: another user's process on the service's GPUs stops the "
+    "deploy and is named. On: it is killed like a leftover.",
+    "deploy_journal_check_sec": "The journal is read this long after the start: a bad "
+    "argument or config fails the deploy within seconds, not after the model load.",
+    "deploy_ready_timeout_sec": "How long /health and /v1/models may take to answer "
+    "(model load); a crash is reported as soon as it happens.",
+    "deploy_rollback": "A failed deploy puts the previous unit back and restarts it.",
 }

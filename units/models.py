@@ -98,6 +98,26 @@ class ServiceProfile(models.Model):
     )
     gpu_free_wait_sec = models.PositiveIntegerField(default=120)
     gpu_free_threshold_mib = models.PositiveIntegerField(default=1024)
+    # how specadmin's deploy job restarts it (deploys/jobs: GPU-clean stop, journal check,
+    # readiness, rollback); the GPU-clean step uses gpu_free_threshold_mib above
+    deploy_gpu_clean_sec = models.PositiveIntegerField(
+        default=60, help_text="After the stop: seconds to get every GPU clean, kills included"
+    )
+    deploy_kill_grace_sec = models.PositiveIntegerField(
+        default=10, help_text="SIGTERM → SIGKILL for the service's leftover GPU processes"
+    )
+    deploy_kill_foreign = models.BooleanField(
+        default=False, help_text="Also kill other people's processes on the service's GPUs"
+    )
+    deploy_journal_check_sec = models.PositiveIntegerField(
+        default=15, help_text="After the start: seconds the journal is watched for fatal errors"
+    )
+    deploy_ready_timeout_sec = models.PositiveIntegerField(
+        default=2700, help_text="Seconds the model may take to load before /health answers"
+    )
+    deploy_rollback = models.BooleanField(
+        default=True, help_text="Put the previous unit back when the new one fails"
+    )
     # linting targets
     target_vllm_version = models.CharField(max_length=20, default="0.16.0")
     target_systemd_version = models.PositiveIntegerField(default=252)

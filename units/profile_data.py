@@ -48,10 +48,22 @@ INT_FIELDS = frozenset(
         "timeout_stop_sec",
         "gpu_free_wait_sec",
         "gpu_free_threshold_mib",
+        "deploy_gpu_clean_sec",
+        "deploy_kill_grace_sec",
+        "deploy_journal_check_sec",
+        "deploy_ready_timeout_sec",
         "target_systemd_version",
     }
 )
-BOOL_FIELDS = frozenset({"trust_remote_code", "enable_expert_parallel", "gpu_free_wait"})
+BOOL_FIELDS = frozenset(
+    {
+        "trust_remote_code",
+        "enable_expert_parallel",
+        "gpu_free_wait",
+        "deploy_kill_foreign",
+        "deploy_rollback",
+    }
+)
 # Longer digit strings stay text (validation names them): `int()` refuses more than 4,300
 # digits (sys.get_int_max_str_digits) and no setting needs more than 18.
 MAX_INT_DIGITS = 18

@@ -33,12 +33,14 @@ _HOSTS = (
 )
 # Granted once the deploy app defines it; skipped (not an error) before that.
 _APPROVE = ("deploys.approve_deployrequest",)
+# Stopping a job that runs (or is queued): whoever may start or approve one.
+_CANCEL = ("deploys.cancel_deployrequest",)
 
 ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
     VIEWER: _READ,
-    OPERATOR: _READ + _EDIT,
-    APPROVER: _READ + _APPROVE,
-    ADMIN: _READ + _EDIT + _APPROVE + _HOSTS,
+    OPERATOR: _READ + _EDIT + _CANCEL,
+    APPROVER: _READ + _APPROVE + _CANCEL,
+    ADMIN: _READ + _EDIT + _APPROVE + _HOSTS + _CANCEL,
 }
 
 

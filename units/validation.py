@@ -48,6 +48,9 @@ Errors = dict[str, list[str]]
 # sleeps add up to gpu_free_wait_sec, the queries come on top (docs/architecture.md fact 6).
 GPU_WAIT_MARGIN_SEC = 30
 MAX_TIMEOUT_SEC = 7 * 24 * 3600
+# The longest model load the deploy job waits for (4 h): a job and its rollback must fit
+# the worker's time limit, Q_TIMEOUT (deploys.jobs.checks).
+MAX_READY_SEC = 4 * 3600
 DB_INT_MAX = 2**31 - 1
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # systemd's strict user/group names (valid_user_group_name(), src/basic/user-util.c),
@@ -292,6 +295,20 @@ class _Checker:
                 10_000_000,
                 "The GPU-free threshold must be 0 to 10000000 MiB.",
             ),
+            # The deploy job's waits (deploys/jobs): bounded so that a whole job, with its
+            # rollback, fits the worker's time limit (deploys.jobs.checks).
+            "deploy_gpu_clean_sec": (1, 1800, "The GPU-clean wait must be 1 to 1800 seconds."),
+            "deploy_kill_grace_sec": (0, 600, "The kill grace period must be 0 to 600 seconds."),
+            "deploy_journal_check_sec": (
+                1,
+                600,
+                "The journal check must watch 1 to 600 seconds.",
+            ),
+            "deploy_ready_timeout_sec": (
+                10,
+                MAX_READY_SEC,
+                f"The readiness wait must be 10 to {MAX_READY_SEC} seconds.",
+            ),
         }
         required = {
             "port",
@@ -301,6 +318,10 @@ class _Checker:
             "timeout_stop_sec",
             "gpu_free_wait_sec",
             "gpu_free_threshold_mib",
+            "deploy_gpu_clean_sec",
+            "deploy_kill_grace_sec",
+            "deploy_journal_check_sec",
+            "deploy_ready_timeout_sec",
         }
         for key, (low, high, message) in ranges.items():
             if not self.ok(key):

@@ -4,7 +4,10 @@ django-q2 hands a task that has not been acknowledged after `retry` seconds to a
 worker; if a job may legally run longer (`timeout`), the same deploy is started twice.
 The runner's claim makes that harmless, but it is still a misconfiguration. A job also
 waits for the host lock: that wait must fit inside `timeout`, or the worker is killed
-while waiting.
+while waiting. And the longest job — a model load of up to the profile's readiness wait,
+then the same again for its rollback — must fit too: the runner refuses a job whose waits
+could exceed `timeout` (`deploys.jobs.runner._budget_problem`); W002 says when the
+defaults already would.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register
 
 from deploys.jobs.lease import lease_seconds, wait_seconds
+from deploys.jobs.policy import PipelinePolicy
 
 
 @register()
@@ -47,4 +51,29 @@ def check_q_cluster(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage
                 id="deploys.W001",
             )
         )
+    else:
+        longest = default_job_seconds()
+        if longest > timeout:
+            messages.append(
+                Warning(
+                    f"a deploy of a profile with the default waits may take {longest:,.0f} s "
+                    f"(lock wait, stop, GPU-clean, start, journal check, a "
+                    f"{_default_policy().ready_timeout_s:,.0f} s readiness wait, and the "
+                    f"same again for a rollback), more than Q_CLUSTER 'timeout' ({timeout}): "
+                    "such jobs are refused before they touch a host",
+                    hint="Raise Q_TIMEOUT (and Q_RETRY above it), or lower the profiles' "
+                    "deploy-job waits.",
+                    id="deploys.W002",
+                )
+            )
     return messages
+
+
+def _default_policy() -> PipelinePolicy:
+    return PipelinePolicy.from_profile_data({})
+
+
+def default_job_seconds() -> float:
+    """The longest a job of a profile with the default waits can take: the lock wait and
+    two passes (the job, then its rollback) with every wait at its bound."""
+    return wait_seconds() + 2 * _default_policy().worst_case_s()

@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from types import TracebackType
 
@@ -124,20 +125,23 @@ class HostLease:
         wait: float | None = None,
         poll: float = POLL_S,
         label: str = "",
+        may_try: Callable[[], bool] | None = None,
     ) -> HostLease:
         """Wait up to `wait` seconds for the host; raise HostBusy naming the holder.
 
-        `label` names the host in that message (default "host #<id>").
+        `label` names the host in that message (default "host #<id>"). `may_try`: asked
+        before each attempt; False means "not our turn yet" (jobs queue in order).
         """
         wait = wait_seconds() if wait is None else wait
         owner = new_owner_id()
         deadline = time.monotonic() + wait
         while True:
-            lease = cls.try_acquire(
-                host_id, owner=owner, purpose=purpose, request_id=request_id, duration=duration
-            )
-            if lease is not None:
-                return lease
+            if may_try is None or may_try():
+                lease = cls.try_acquire(
+                    host_id, owner=owner, purpose=purpose, request_id=request_id, duration=duration
+                )
+                if lease is not None:
+                    return lease
             if time.monotonic() >= deadline:
                 holder = HostLock.objects.filter(host_id=host_id).first()
                 who = f"{holder.owner} ({holder.purpose})" if holder else "?"

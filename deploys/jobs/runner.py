@@ -1,61 +1,75 @@
-"""Running jobs: claim the request once, hold the host, run the steps, record everything.
+"""Running jobs: claim the request once, hold the host, run the steps, roll back a failure,
+record everything, and say what state the host is left in.
 
 django-q2 delivers a task at least once (ORM broker: a task whose worker died is handed
 out again after `retry`; a double click enqueues twice). "Executed exactly once" is
 therefore decided here, in the database: the delivery whose conditional UPDATE moves the
-request from `approved` to `running` runs it; every other delivery sees a row count of 0
-and returns without side effects. One job per host at a time is the host lease
-(`deploys.jobs.lease`).
+request from `approved` to `running` runs it; another delivery returns without side
+effects, except when the job it finds `running` lost its worker: then it runs it again
+from the start if nothing on the host had been touched yet, and otherwise marks it
+`interrupted` (never a blind re-run of a half-done restart). One job per host at a time
+is the host lease (`deploys.jobs.lease`), taken in the order the jobs asked for it.
 
-Every step is a `JobStep` row (running → succeeded/failed, with its log and result) and
-a `job.step_started` / `job.step_finished` / `job.step_failed` audit event written in the
-same transaction as the row.
+Steps are recorded by `deploys.jobs.recording`; which steps run is `deploys.jobs.pipelines`.
+A cancel (`cancel_requested_at`, set by `deploys.services.deploy_requests`) is seen at the
+next step boundary, and by long waits, which return early.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from audit.models import AuditKind
-from audit.services import record
 from deploys.connect import transport_for
 from deploys.jobs.lease import HostBusy, HostLease, lease_seconds, wait_seconds
-from deploys.jobs.steps import STEPS, DeployContext, Outcome, Step, StepResult
+from deploys.jobs.pipelines import HOST_UNTOUCHED, PIPELINES, ROLLBACK, Steps, can_roll_back
+from deploys.jobs.recording import audit, run_step, skip
+from deploys.jobs.steps import DeployContext, Outcome, StepResult
 from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.probe import probe_host
 from deploys.selectors import host_probe_executables
 from deploys.services.hosts import host_record_probe, host_record_probe_error
 from deploys.transports import Transport, TransportError
-from deploys.transports.records import CommandRecord, records_json
+from deploys.transports.push import sha256_hex
 
 log = logging.getLogger(__name__)
 
 LOCK_STEP = "host_lock"
-_FINAL_STATUS = {
-    Outcome.OK: DeployRequest.Status.SUCCEEDED,
-    Outcome.SKIPPED: DeployRequest.Status.SUCCEEDED,
-    Outcome.FAILED: DeployRequest.Status.FAILED,
-    Outcome.REGRESSED: DeployRequest.Status.FAILED,
-    Outcome.VOID: DeployRequest.Status.VOID,
-}
+CANCEL_POLL_S = 1.0
+Status = DeployRequest.Status
 _FINAL_KIND = {
-    Outcome.OK: AuditKind.DEPLOY_SUCCEEDED,
-    Outcome.SKIPPED: AuditKind.DEPLOY_SUCCEEDED,
-    Outcome.FAILED: AuditKind.DEPLOY_FAILED,
-    Outcome.REGRESSED: AuditKind.DEPLOY_FAILED,
-    Outcome.VOID: AuditKind.DEPLOY_VOIDED,
+    Status.SUCCEEDED: AuditKind.DEPLOY_SUCCEEDED,
+    Status.FAILED: AuditKind.DEPLOY_FAILED,
+    Status.ROLLED_BACK: AuditKind.DEPLOY_ROLLED_BACK,
+    Status.ROLLBACK_FAILED: AuditKind.DEPLOY_ROLLBACK_FAILED,
+    Status.CANCELLED: AuditKind.DEPLOY_CANCELLED,
+    Status.VOID: AuditKind.DEPLOY_VOIDED,
+    Status.INTERRUPTED: AuditKind.DEPLOY_INTERRUPTED,
 }
+_DONE = {
+    DeployRequest.Kind.DEPLOY: "deployed: the new unit is running and ready",
+    DeployRequest.Kind.ROLLBACK: "rolled back to the earlier version: it is running and ready",
+    DeployRequest.Kind.RESTART: "restarted: the unit is running and ready",
+    DeployRequest.Kind.REMOVE: "removed: the unit is stopped, disabled and deleted",
+}
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    status: str
+    reason: str
 
 
 def _connect(host: Host) -> Transport:
@@ -69,29 +83,37 @@ def _connect(host: Host) -> Transport:
 def run_deploy(
     request_id: int,
     *,
-    steps: tuple[tuple[str, Step], ...] = STEPS,
+    steps: Steps | None = None,
     connect: Callable[[Host], Transport] = _connect,
     lock_wait: float | None = None,
 ) -> str:
-    """Run the deploy job of an approved request; return the request's final status.
+    """Run the job of an approved request; return the request's final status.
 
-    A request that is not `approved` (already running or done, rejected, unknown) is left
-    alone and its current status returned: that is a duplicate delivery, not an error.
+    A request that is not `approved` is left alone and its current status returned (a
+    duplicate delivery), unless it is `running` without a live worker (`_redelivered`).
     """
     request = _claim(request_id)
     if request is None:
-        status = DeployRequest.objects.filter(pk=request_id).values_list("status", flat=True)
-        current = status.first() or "missing"
-        log.info("deploy request #%s not claimed (status %s): nothing to do", request_id, current)
-        return current
+        return _redelivered(request_id, steps=steps, connect=connect, lock_wait=lock_wait)
+    return _run(request, steps, connect, lock_wait)
+
+
+def _run(
+    request: DeployRequest,
+    steps: Steps | None,
+    connect: Callable[[Host], Transport],
+    lock_wait: float | None,
+) -> str:
     ctx = DeployContext(request=request, host=request.host, connect=connect)
+    ctx.cancel_requested = _cancel_checker(request.pk)
     try:
         try:
-            final = _run_claimed(ctx, steps, lock_wait)
+            outcome = _run_claimed(ctx, steps or PIPELINES[request.kind], lock_wait)
         except Exception as exc:  # a bug or a database failure between steps
-            log.exception("deploy request #%s crashed", request_id)
-            final = StepResult.failed(f"job crashed: {type(exc).__name__}: {exc}")
-        return _finish(ctx, final)
+            log.exception("deploy request #%s crashed", request.pk)
+            outcome = JobOutcome(Status.FAILED, f"job crashed: {type(exc).__name__}: {exc}")
+        host_state = _host_state(ctx) if ctx.lease is not None and not ctx.lease.lost else ""
+        return _finish(ctx, outcome, host_state)
     finally:
         _clean_up(ctx)
 
@@ -114,52 +136,158 @@ def _claim(request_id: int) -> DeployRequest | None:
     """approved → running in one conditional UPDATE: the request if this call won, else
     None. The audit event commits with the claim."""
     with transaction.atomic():
-        claimed = DeployRequest.objects.filter(
-            pk=request_id, status=DeployRequest.Status.APPROVED
-        ).update(status=DeployRequest.Status.RUNNING, started_at=timezone.now(), status_reason="")
+        claimed = DeployRequest.objects.filter(pk=request_id, status=Status.APPROVED).update(
+            status=Status.RUNNING, started_at=timezone.now(), status_reason=""
+        )
         if claimed != 1:
             return None
-        request = DeployRequest.objects.select_related("host", "profile_version__profile").get(
-            pk=request_id
-        )
-        _audit(AuditKind.DEPLOY_STARTED, request, {"request": request_id})
+        request = _load(request_id)
+        audit(AuditKind.DEPLOY_STARTED, request, {"request": request_id, "kind": request.kind})
     return request
 
 
-def _run_claimed(
-    ctx: DeployContext, steps: tuple[tuple[str, Step], ...], lock_wait: float | None
-) -> StepResult:
-    lock = _run_step(ctx, LOCK_STEP, lambda c: _take_lock(c, lock_wait))
+def _load(request_id: int) -> DeployRequest:
+    return DeployRequest.objects.select_related(
+        "host", "profile_version__profile", "rollback_to__request__profile_version"
+    ).get(pk=request_id)
+
+
+def _cancel_checker(request_id: int) -> Callable[[], bool]:
+    """Has someone asked to cancel? Read from the database at most every CANCEL_POLL_S."""
+    state = {"at": 0.0, "value": False}
+
+    def cancelled() -> bool:
+        if state["value"]:
+            return True
+        now = time.monotonic()
+        if now - state["at"] >= CANCEL_POLL_S:
+            state["at"] = now
+            state["value"] = DeployRequest.objects.filter(
+                pk=request_id, cancel_requested_at__isnull=False
+            ).exists()
+        return bool(state["value"])
+
+    return cancelled
+
+
+def _run_claimed(ctx: DeployContext, steps: Steps, lock_wait: float | None) -> JobOutcome:
+    names = [name for name, _ in steps]
+    budget = _budget_problem(ctx, lock_wait)
+    if budget:
+        skip(ctx, [LOCK_STEP, *names], "the job could outlive the worker's time limit")
+        return JobOutcome(Status.FAILED, budget)
+    lock = run_step(ctx, LOCK_STEP, lambda c: _take_lock(c, lock_wait))
     if not lock.ok:
-        _skip(ctx, [name for name, _ in steps])
-        return StepResult(lock.outcome, f"{LOCK_STEP}: {lock.reason}", lock.data)
+        skip(ctx, names, "an earlier step did not succeed")
+        return JobOutcome(
+            Status.CANCELLED if lock.outcome is Outcome.CANCELLED else Status.FAILED,
+            f"{LOCK_STEP}: {lock.reason}",
+        )
     for index, (name, step) in enumerate(steps):
+        rest = names[index + 1 :]
         if ctx.lease is not None and ctx.lease.lost:
-            _skip(ctx, [n for n, _ in steps[index:]])
-            return StepResult.failed(
+            skip(ctx, names[index:], "the lock on the host was lost")
+            return JobOutcome(
+                Status.FAILED,
                 f"lost the lock on {ctx.host.name} before {name} (the lease expired and "
-                "another job took it over); stopped"
+                "another job took it over); stopped without touching the host again",
             )
-        result = _run_step(ctx, name, step)
+        if ctx.cancel_requested():
+            skip(ctx, names[index:], "the job was cancelled")
+            return JobOutcome(Status.CANCELLED, _cancel_reason(ctx, f"before {name}"))
+        result = run_step(ctx, name, step)
+        if result.ok:
+            continue
+        skip(ctx, rest, "an earlier step did not succeed")
+        if result.outcome is Outcome.VOID:
+            return JobOutcome(Status.VOID, f"{name}: {result.reason}")
+        if result.outcome is Outcome.CANCELLED:
+            return JobOutcome(Status.CANCELLED, _cancel_reason(ctx, f"during {name}"))
+        return _after_failure(ctx, name, result)
+    return JobOutcome(Status.SUCCEEDED, _DONE[ctx.kind])
+
+
+def _after_failure(ctx: DeployContext, name: str, result: StepResult) -> JobOutcome:
+    """Roll back when the step asks for it, something was touched and the profile allows."""
+    reason = f"{name}: {result.reason}"
+    if not (result.rollback and can_roll_back(ctx)):
+        return JobOutcome(Status.FAILED, reason)
+    if not ctx.pipeline.rollback:
+        return JobOutcome(Status.FAILED, f"{reason}; rollback is switched off for this profile")
+    failed = _rollback(ctx)
+    if failed is None:
+        back = (
+            "the previous unit is running and ready again"
+            if ctx.healthy
+            else (
+                "the previous unit is back in place"
+                + ("" if ctx.restart_previous else " (it did not run before the job)")
+            )
+        )
+        return JobOutcome(Status.ROLLED_BACK, f"{reason}; rolled back: {back}")
+    step, why = failed
+    return JobOutcome(
+        Status.ROLLBACK_FAILED, f"{reason}; THE ROLLBACK FAILED too, at {step}: {why}"
+    )
+
+
+def _rollback(ctx: DeployContext) -> tuple[str, str] | None:
+    """The ROLLBACK steps; None when they all succeeded, else (step, reason). A cancel
+    does not stop a rollback: it is the way back to a working host."""
+    ctx.phase = JobStep.Phase.ROLLBACK
+    ctx.cancel_requested = lambda: False
+    ctx.healthy = False
+    names = [name for name, _ in ROLLBACK]
+    for index, (name, step) in enumerate(ROLLBACK):
+        result = run_step(ctx, name, step, phase=JobStep.Phase.ROLLBACK)
         if not result.ok:
-            _skip(ctx, [n for n, _ in steps[index + 1 :]])
-            return StepResult(result.outcome, f"{name}: {result.reason}", result.data)
-    return StepResult.success()
+            skip(ctx, names[index + 1 :], "the rollback stopped", phase=JobStep.Phase.ROLLBACK)
+            return name, result.reason
+    return None
+
+
+def _cancel_reason(ctx: DeployContext, when: str) -> str:
+    who = (
+        DeployRequest.objects.filter(pk=ctx.request.pk)
+        .values_list("cancel_requested_by__username", flat=True)
+        .first()
+    )
+    return f"cancelled by {who or 'someone'} {when}"
 
 
 def _take_lock(ctx: DeployContext, wait: float | None) -> StepResult:
-    """Wait for the host's lease; a HostBusy is this step failing, not a crash."""
+    """Wait for the host's lease, in turn; a HostBusy is this step failing, not a crash."""
     ctx.log(f"waiting for the lock on {ctx.host.name}")
+    mine = JobStep.objects.filter(request=ctx.request, name=LOCK_STEP).order_by("-pk").first()
+
+    def my_turn() -> bool:
+        if ctx.cancel_requested():
+            raise _Cancelled
+        if mine is None:
+            return True
+        fresh = timezone.now() - timedelta(seconds=wait_seconds() + lease_seconds())
+        return not JobStep.objects.filter(
+            request__host=ctx.host,
+            request__status=Status.RUNNING,
+            request__started_at__gt=fresh,
+            name=LOCK_STEP,
+            status=JobStep.Status.RUNNING,
+            pk__lt=mine.pk,
+        ).exists()
+
     try:
         ctx.lease = HostLease.acquire(
             ctx.host.pk,
-            purpose=f"deploy #{ctx.request.pk}",
+            purpose=f"{ctx.request.get_kind_display().lower()} #{ctx.request.pk}",
             request_id=ctx.request.pk,
             wait=wait,
             label=ctx.host.name,
+            may_try=my_turn,
         )
     except HostBusy as exc:
         return StepResult.failed(str(exc))
+    except _Cancelled:
+        return StepResult.cancelled("cancelled while waiting for the host")
     ctx.lease.start_renewing()
     if ctx.lease.took_over_from:
         ctx.log(f"took over the expired lease of {ctx.lease.took_over_from}")
@@ -167,184 +295,213 @@ def _take_lock(ctx: DeployContext, wait: float | None) -> StepResult:
     return StepResult.success(owner=ctx.lease.owner, took_over_from=ctx.lease.took_over_from)
 
 
-def _run_step(
-    ctx: DeployContext, name: str, step: Step, phase: str = JobStep.Phase.MAIN
-) -> StepResult:
-    """Run one step and record it: a JobStep row (log, result, what it read, every command
-    the transport ran with exit codes and durations) and its audit events."""
-    request = ctx.request
-    with transaction.atomic():
-        row = JobStep.objects.create(request=request, name=name, phase=phase)
-        _audit(
-            AuditKind.JOB_STEP_STARTED, request, {"request": request.pk, "step": name, **_ph(phase)}
-        )
-    ctx.lines = []
-    ctx.reads = {}
-    ctx.on_progress = _progress_writer(row.pk)
-    _take_records(ctx)  # anything done between steps belongs to no step
-    try:
-        result = step(ctx)
-    except TransportError as exc:  # expected on real networks: a clear one-line reason
-        ctx.log(f"{type(exc).__name__}: {exc}")
-        result = StepResult.failed(f"{type(exc).__name__}: {exc}")
-    except Exception as exc:
-        ctx.log(traceback.format_exc())
-        result = StepResult.failed(f"unexpected {type(exc).__name__}: {exc}")
-    if result.reason:
-        ctx.log(f"{result.outcome}: {result.reason}")
-    status = _STEP_STATUS[result.outcome]
-    payload: dict[str, Any] = {
-        "request": request.pk,
-        "step": name,
-        "outcome": str(result.outcome),
-        **_ph(phase),
-    }
-    if result.reason:
-        payload["reason"] = result.reason
-    commands = records_json(_take_records(ctx))
-    with transaction.atomic():
-        JobStep.objects.filter(pk=row.pk).update(
-            status=status,
-            finished_at=timezone.now(),
-            log="\n".join(ctx.lines),
-            result={"outcome": str(result.outcome), "reason": result.reason, **result.data},
-            commands=commands,
-            reads=ctx.reads,
-            progress={},
-        )
-        kind = (
-            AuditKind.JOB_STEP_FAILED
-            if status == JobStep.Status.FAILED
-            else (AuditKind.JOB_STEP_FINISHED)
-        )
-        _audit(kind, request, payload | {"commands": commands["count"]})
-    ctx.on_progress = lambda message: None
-    return result
+class _Cancelled(Exception):
+    pass
 
 
-_STEP_STATUS = {
-    Outcome.OK: JobStep.Status.SUCCEEDED,
-    Outcome.SKIPPED: JobStep.Status.SKIPPED,
-    Outcome.FAILED: JobStep.Status.FAILED,
-    Outcome.VOID: JobStep.Status.FAILED,
-    Outcome.REGRESSED: JobStep.Status.FAILED,
-}
-PROGRESS_EVERY_S = 1.0
-
-
-def _ph(phase: str) -> dict[str, str]:
-    """The phase in audit payloads, only when it is not the main one (older events)."""
-    return {} if phase == JobStep.Phase.MAIN else {"phase": str(phase)}
-
-
-def _take_records(ctx: DeployContext) -> list[CommandRecord]:
-    transport = ctx.existing_transport
-    return transport.command_log.take() if transport is not None else []
-
-
-def _progress_writer(step_id: int) -> Callable[[str], None]:
-    """A writer of JobStep.progress for one step, at most every PROGRESS_EVERY_S (a
-    readiness wait reports every poll; the page needs a fresh line, not every line)."""
-    started = time.monotonic()
-    last = [0.0]
-
-    def write(message: str) -> None:
-        now = time.monotonic()
-        if now - last[0] < PROGRESS_EVERY_S:
-            return
-        last[0] = now
-        JobStep.objects.filter(pk=step_id, status=JobStep.Status.RUNNING).update(
-            progress={
-                "elapsed_s": round(now - started, 1),
-                "message": message[:500],
-                "at": timezone.now().isoformat(),
-            }
-        )
-
-    return write
-
-
-def _skip(ctx: DeployContext, names: list[str]) -> None:
-    """Steps that did not run, so the job page shows the whole pipeline."""
-    now = timezone.now()
-    JobStep.objects.bulk_create(
-        JobStep(
-            request=ctx.request,
-            name=name,
-            status=JobStep.Status.SKIPPED,
-            finished_at=now,
-            log="not run: an earlier step did not succeed",
-        )
-        for name in names
+def _budget_problem(ctx: DeployContext, lock_wait: float | None) -> str:
+    """Why this job could outlive django-q2's `timeout` (it would be killed half-way), or ""."""
+    timeout = (getattr(settings, "Q_CLUSTER", {}) or {}).get("timeout")
+    if not timeout:
+        return ""
+    passes = 2 if ctx.pipeline.rollback else 1
+    worst = (wait_seconds() if lock_wait is None else lock_wait) + passes * (
+        ctx.pipeline.worst_case_s()
+    )
+    if worst <= timeout:
+        return ""
+    return (
+        f"this job may take up to {worst:,.0f} s (lock wait, stop, GPU-clean, start, journal "
+        f"check and a readiness wait of {ctx.pipeline.ready_timeout_s:,.0f} s"
+        + (", twice with the rollback" if passes == 2 else "")
+        + f"), longer than the worker's time limit Q_TIMEOUT={timeout} s: raise Q_TIMEOUT "
+        "and Q_RETRY, or lower the profile's deploy-job waits; nothing was done on the host"
     )
 
 
-def _finish(ctx: DeployContext, result: StepResult) -> str:
+def _host_state(ctx: DeployContext) -> str:
+    """What the host runs now, read back: the unit's state and which text its file has."""
+    transport = ctx.existing_transport
+    if transport is None:
+        return ""
+    try:
+        state = transport.unit_properties(ctx.unit, ("LoadState", "ActiveState", "SubState"))
+        text = transport.read_file(ctx.path)
+    except TransportError as exc:
+        return f"unknown: {ctx.host.name} could not be read ({exc})"
+    finally:
+        transport.command_log.take()
+    request = ctx.request
+    sha = "" if text is None else sha256_hex(text)
+    if text is None:
+        which = "no unit file"
+    elif sha == request.unit_sha256 and request.kind != DeployRequest.Kind.REMOVE:
+        which = "the requested unit"
+    elif sha == request.host_unit_sha256:
+        which = "the unit it had before this job"
+    else:
+        which = f"another unit file (sha256 {sha[:12]}…)"
+    active = f"{state.get('ActiveState', '?')} ({state.get('SubState', '?')})"
+    if state.get("LoadState") == "not-found":
+        return f"{ctx.unit} on {ctx.host.name}: not known to systemd; {which}"
+    ready = ", answering /health" if ctx.healthy else ""
+    return f"{ctx.unit} on {ctx.host.name}: {active}{ready}; its file is {which}"
+
+
+def _finish(ctx: DeployContext, outcome: JobOutcome, host_state: str) -> str:
     """running → the final status, audited, if the request is still `running`.
 
-    It may not be: `fail_abandoned_deploys` fails a job whose lease it found expired (a
-    worker stalled past its lease). That decision stands, and no second final event
-    contradicting it is written; the status it set is returned.
+    It may not be: `fail_abandoned_deploys` marks interrupted a job whose lease it found
+    expired (a worker stalled past its lease). That decision stands, and no second final
+    event contradicting it is written; the status it set is returned.
     """
-    status = _FINAL_STATUS[result.outcome]
-    reason = result.reason or "unit pushed and loaded by systemd; the service was left as it was"
     with transaction.atomic():
-        finished = DeployRequest.objects.filter(
-            pk=ctx.request.pk, status=DeployRequest.Status.RUNNING
-        ).update(status=status, status_reason=reason, finished_at=timezone.now())
+        finished = DeployRequest.objects.filter(pk=ctx.request.pk, status=Status.RUNNING).update(
+            status=outcome.status,
+            status_reason=outcome.reason[:4000],
+            host_state=host_state,
+            finished_at=timezone.now(),
+        )
         if finished:
-            _audit(
-                _FINAL_KIND[result.outcome],
+            audit(
+                _FINAL_KIND[outcome.status],
                 ctx.request,
-                {"request": ctx.request.pk, "status": str(status), "reason": reason},
+                {
+                    "request": ctx.request.pk,
+                    "kind": ctx.kind,
+                    "status": str(outcome.status),
+                    "reason": outcome.reason[:4000],
+                    "host_state": host_state,
+                },
             )
     if not finished:
         current = DeployRequest.objects.values_list("status", flat=True).get(pk=ctx.request.pk)
         log.warning(
             "deploy request #%s ended %s (%s) but was already %s; left as it is",
             ctx.request.pk,
-            status,
-            reason,
+            outcome.status,
+            outcome.reason,
             current,
         )
         return current
-    log.info("deploy request #%s: %s (%s)", ctx.request.pk, status, reason)
-    return str(status)
+    log.info("deploy request #%s: %s (%s)", ctx.request.pk, outcome.status, outcome.reason)
+    return str(outcome.status)
 
 
-def _audit(kind: str, request: DeployRequest, payload: dict[str, Any]) -> None:
-    record(
-        kind=kind,
-        actor=None,  # the worker; who requested and approved is on the request's own events
-        obj=request,
-        payload=payload,
-        host_name=request.host.name,
-        profile_name=request.profile_version.profile.name,
+# --------------------------------------------------------------------------------------
+# workers that died
+
+
+def _live_lease(request_id: int, now: datetime) -> bool:
+    return HostLock.objects.filter(request_id=request_id, expires_at__gt=now).exists()
+
+
+def _redelivered(
+    request_id: int,
+    *,
+    steps: Steps | None,
+    connect: Callable[[Host], Transport],
+    lock_wait: float | None,
+) -> str:
+    """A delivery of a request that is not `approved`: usually a duplicate (do nothing).
+
+    If the request is `running` but no live lease names it and it started longer ago
+    than a lock wait plus a lease (its worker died), it is taken over: run again from the
+    start when no step that changes the host had begun, else marked `interrupted`.
+    """
+    now = timezone.now()
+    row = DeployRequest.objects.filter(pk=request_id).values("status", "started_at").first()
+    if row is None:
+        return "missing"
+    cutoff = now - timedelta(seconds=wait_seconds() + lease_seconds())
+    if (
+        row["status"] != Status.RUNNING
+        or row["started_at"] is None
+        or row["started_at"] >= cutoff
+        or _live_lease(request_id, now)
+    ):
+        log.info("deploy request #%s not claimed (status %s): nothing to do", request_id, row)
+        return str(row["status"])
+    touched = (
+        JobStep.objects.filter(request_id=request_id)
+        .exclude(name__in=HOST_UNTOUCHED)
+        .exclude(status=JobStep.Status.SKIPPED)
+        .exists()
     )
+    if touched:
+        return _interrupt(_load(request_id), now, "a new delivery found it")
+    with transaction.atomic():
+        taken = DeployRequest.objects.filter(
+            pk=request_id, status=Status.RUNNING, started_at=row["started_at"]
+        ).update(started_at=now)
+        if not taken:
+            return Status.RUNNING
+        request = _load(request_id)
+        JobStep.objects.filter(request=request, status=JobStep.Status.RUNNING).update(
+            status=JobStep.Status.FAILED, finished_at=now, log="interrupted: the worker stopped"
+        )
+        audit(
+            AuditKind.DEPLOY_STARTED,
+            request,
+            {
+                "request": request_id,
+                "kind": request.kind,
+                "resumed": "the worker stopped before anything changed on the host",
+            },
+        )
+    return _run(request, steps, connect, lock_wait)
+
+
+def _interrupt(request: DeployRequest, now: datetime, how: str) -> str:
+    """running → interrupted, with the last completed step; nothing is re-run."""
+    running = list(
+        JobStep.objects.filter(request=request, status=JobStep.Status.RUNNING).values_list(
+            "name", flat=True
+        )
+    )
+    last = request.last_step or "none"
+    reason = (
+        f"the worker running this job stopped ({how}); last completed step: {last}"
+        + (f", in progress: {', '.join(running)}" if running else "")
+        + ". The host may be half-way through; nothing is re-run automatically: look at the "
+        "host, then request a restart or a rollback"
+    )
+    with transaction.atomic():
+        claimed = DeployRequest.objects.filter(pk=request.pk, status=Status.RUNNING).update(
+            status=Status.INTERRUPTED,
+            status_reason=reason,
+            host_state="unknown: the job did not finish",
+            finished_at=now,
+        )
+        if not claimed:
+            return DeployRequest.objects.values_list("status", flat=True).get(pk=request.pk)
+        JobStep.objects.filter(request=request, status=JobStep.Status.RUNNING).update(
+            status=JobStep.Status.FAILED, finished_at=now, log="interrupted: the worker stopped"
+        )
+        audit(
+            AuditKind.DEPLOY_INTERRUPTED,
+            request,
+            {"request": request.pk, "reason": reason, "last_step": last, "in_progress": running},
+        )
+    return str(Status.INTERRUPTED)
 
 
 def fail_abandoned_deploys(*, now: datetime | None = None) -> int:
-    """Mark `failed` the requests a dead worker left `running` (django-q's timeout, an OOM
-    kill, a reboot): claimed longer ago than the lock wait plus one lease, and no live
-    lease on their host names them. A job that is alive renews its lease, so it is never
-    touched; the next request for the host takes the expired lease over as usual."""
+    """Mark `interrupted` the requests a dead worker left `running` (django-q's timeout,
+    an OOM kill, a reboot): claimed longer ago than the lock wait plus one lease, and no
+    live lease on their host names them. A job that is alive renews its lease, so it is
+    never touched; the next request for the host takes the expired lease over as usual."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=wait_seconds() + lease_seconds())
     alive = HostLock.objects.filter(request=OuterRef("pk"), expires_at__gt=now)
-    stale = DeployRequest.objects.filter(
-        status=DeployRequest.Status.RUNNING, started_at__lt=cutoff
-    ).exclude(Exists(alive))
-    failed = 0
+    stale = DeployRequest.objects.filter(status=Status.RUNNING, started_at__lt=cutoff).exclude(
+        Exists(alive)
+    )
+    count = 0
     for request in stale.select_related("host", "profile_version__profile"):
-        reason = "the worker running this job stopped (no live lease on the host)"
-        with transaction.atomic():
-            claimed = DeployRequest.objects.filter(
-                pk=request.pk, status=DeployRequest.Status.RUNNING
-            ).update(status=DeployRequest.Status.FAILED, status_reason=reason, finished_at=now)
-            if claimed:
-                _audit(AuditKind.DEPLOY_FAILED, request, {"request": request.pk, "reason": reason})
-                failed += 1
-    return failed
+        if _interrupt(request, now, "no live lease on the host") == Status.INTERRUPTED:
+            count += 1
+    return count
 
 
 # --------------------------------------------------------------------------------------

@@ -1,13 +1,16 @@
-"""The steps of a deploy job: plain functions `step(ctx) -> StepResult`.
+"""The steps of a deploy job: plain functions `step(ctx) -> StepResult`, and what they share.
 
 They know nothing of django-q2, JobStep rows or the audit chain's bookkeeping of steps:
-the runner (`deploys.jobs.runner`) records every step and decides what happens next. A
-step reports an expected refusal by returning `StepResult.void(...)` (the approval no
-longer describes reality) or `StepResult.failed(...)` (it could not be done); anything
-it raises is an unexpected failure, recorded the same way.
+the runner (`deploys.jobs.runner`) records every step and decides what happens next
+(`deploys.jobs.pipelines` lists the steps of each request kind). A step reports an
+expected refusal by returning `StepResult.void(...)` (the approval no longer describes
+reality) or `StepResult.failed(...)` (it could not be done); anything it raises is an
+unexpected failure, recorded the same way.
 
-This issue's job: preflight → push → daemon_reload, and the service is left as it was
-(no start, stop or restart; the restart pipeline is the next issue).
+This module: the shared context and results, preflight, push and daemon-reload. The
+service's own steps (stop, GPU-clean, start, journal, readiness) are in
+`deploys.jobs.service_steps`, the unit-file steps of rollbacks and removals in
+`deploys.jobs.unit_steps`.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ from django.utils import timezone
 from audit.models import AuditKind
 from audit.services import record
 from deploys.approvals import approval_problems
+from deploys.jobs.gpu_clean import ServiceIdentity
 from deploys.jobs.lease import HostLease
-from deploys.jobs.service import VllmService
+from deploys.jobs.policy import PipelinePolicy
+from deploys.jobs.service import VllmService, vllm_service
 from deploys.models import DeployRequest, Host, PushedUnit
 from deploys.selectors import lint_versions
 from deploys.transports import Transport, TransportError, UnitPushError, push_unit
@@ -36,7 +41,9 @@ from deploys.transports.push import DEFAULT_UNIT_DIR, PushResult, sha256_hex, ve
 from deploys.unit_policy import denied_unit_reason, overwrite_problems
 from linting.findings import Severity
 from linting.options import LintOptions
+from linting.report import CommandInfo
 from units.linting import lint_rendered
+from units.rendering import environment_items
 
 MAX_REASON_CHARS = 2000
 
@@ -47,6 +54,7 @@ class Outcome(StrEnum):
     FAILED = "failed"  # could not be done; the request ends `failed`
     VOID = "void"  # the approval no longer holds; the request ends `void`
     REGRESSED = "regressed"  # it runs, but worse than before (the benchmark's verdict)
+    CANCELLED = "cancelled"  # someone cancelled the job during a wait
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,10 @@ class StepResult:
     def regressed(cls, reason: str, *, rollback: bool = True, **data: Any) -> StepResult:
         return cls(Outcome.REGRESSED, _clip(reason), data, rollback)
 
+    @classmethod
+    def cancelled(cls, reason: str, **data: Any) -> StepResult:
+        return cls(Outcome.CANCELLED, _clip(reason), data)
+
 
 @dataclass
 class DeployContext:
@@ -108,6 +120,23 @@ class DeployContext:
     cancel_requested: Callable[[], bool] = lambda: False
     # The vLLM server of the unit being run (set by preflight; `deploys.jobs.service`).
     service: VllmService | None = None
+    # The profile's deploy-job settings (waits, thresholds, rollback on/off).
+    policy: PipelinePolicy | None = None
+    # The unit's environment as its profile renders it (for the vLLM check).
+    environment: dict[str, str] = field(default_factory=dict)
+    was_active: bool = False  # the service ran before this job (preflight)
+    phase: str = "main"  # "main", or "rollback" while the previous unit is put back
+    # What the service steps found and did, for the steps after them.
+    identity: ServiceIdentity | None = None
+    stop_attempted: bool = False
+    start_cursor: str = ""  # the journal position before the start
+    start_since: str = ""  # ... or the time, when the journal was empty
+    started_at: float = 0.0  # time.monotonic() of the start
+    restarts_at_start: int = 0
+    healthy: bool = False
+    journal_lines: list[str] = field(default_factory=list)
+    restart_previous: bool = True  # rollback: start the restored unit again
+    unit_gone: bool = False  # rollback of a brand-new unit: it was removed
     push_result: PushResult | None = None
     pushed_unit: PushedUnit | None = None
     push_problems: str = ""  # systemd verification failed after the files moved
@@ -133,6 +162,17 @@ class DeployContext:
     @property
     def unit(self) -> str:
         return f"{self.request.unit_name}.service"
+
+    @property
+    def kind(self) -> str:
+        return self.request.kind
+
+    @property
+    def pipeline(self) -> PipelinePolicy:
+        """The profile's settings (defaults where the version predates them)."""
+        if self.policy is None:
+            self.policy = PipelinePolicy.from_profile_data(self.request.profile_version.data)
+        return self.policy
 
     @property
     def path(self) -> str:
@@ -192,13 +232,24 @@ def preflight(ctx: DeployContext) -> StepResult:
             f"(approved {request.approved_sha256 or 'nothing'})"
         )
 
-    lint = _lint_approved_text(ctx)
-    if lint.errors:
-        return StepResult.void(
-            f"the approved unit has lint errors for systemd {lint.systemd_version} / "
-            f"vLLM {lint.vllm_version} on {ctx.host.name}: " + "; ".join(lint.errors[:5]),
-            lint=lint.as_json(),
-        )
+    lint = None
+    if ctx.kind != DeployRequest.Kind.REMOVE:  # a unit being removed need not be right
+        lint = _lint_approved_text(ctx)
+        if lint.errors:
+            return StepResult.void(
+                f"the approved unit has lint errors for systemd {lint.systemd_version} / "
+                f"vLLM {lint.vllm_version} on {ctx.host.name}: " + "; ".join(lint.errors[:5]),
+                lint=lint.as_json(),
+            )
+        ctx.environment = dict(environment_items(_unit_profile_data(ctx)))
+        try:
+            ctx.service = vllm_service(lint.commands, ctx.environment)
+            ctx.log(
+                f"vLLM server: {ctx.service.style} {ctx.service.model!r} as "
+                f"{ctx.service.served_model_name!r} on {ctx.service.base_url} (from the host)"
+            )
+        except ValueError as exc:
+            ctx.log(f"no vLLM server found in the unit ({exc}): readiness is the unit's state")
 
     try:
         live = ctx.transport.read_file(ctx.path)
@@ -220,7 +271,28 @@ def preflight(ctx: DeployContext) -> StepResult:
     foreign = overwrite_problems(host=ctx.host, unit_name=request.unit_name, current=live)
     if foreign:
         return StepResult.void("; ".join(foreign), live_sha256=live_sha)
-    return StepResult.success(sha256=text_sha, live_sha256=live_sha, lint=lint.as_json())
+    state = ctx.read(
+        "unit_before",
+        ctx.transport.unit_properties(ctx.unit, ("LoadState", "ActiveState", "SubState")),
+    )
+    ctx.was_active = state.get("ActiveState") in ("active", "activating", "reloading")
+    ctx.log(f"{ctx.unit} before the job: {state.get('ActiveState')} ({state.get('SubState')})")
+    ctx.read("policy", ctx.pipeline.as_json())
+    return StepResult.success(
+        sha256=text_sha,
+        live_sha256=live_sha,
+        lint=lint.as_json() if lint else None,
+        was_active=ctx.was_active,
+    )
+
+
+def _unit_profile_data(ctx: DeployContext) -> dict[str, Any]:
+    """The profile data whose rendering is the request's unit text (a rollback's target
+    push was made from an earlier version)."""
+    target = ctx.request.rollback_to
+    if target is not None and target.request is not None:
+        return target.request.profile_version.data
+    return ctx.request.profile_version.data
 
 
 @dataclass(frozen=True)
@@ -230,9 +302,16 @@ class _LintOutcome:
     errors: list[str]
     counts: dict[str, int]
     notes: list[str]
+    commands: list[CommandInfo] = field(default_factory=list, compare=False)
 
     def as_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {
+            "systemd_version": self.systemd_version,
+            "vllm_version": self.vllm_version,
+            "errors": self.errors,
+            "counts": self.counts,
+            "notes": self.notes,
+        }
 
 
 def _lint_approved_text(ctx: DeployContext) -> _LintOutcome:
@@ -254,7 +333,8 @@ def _lint_approved_text(ctx: DeployContext) -> _LintOutcome:
         ctx.log(f"lint: {note}")
     counts = report.counts()
     ctx.log(f"lint for systemd {systemd_version} / vLLM {vllm_version}: {counts}")
-    return _LintOutcome(systemd_version, vllm_version, errors, counts, notes)
+    commands = report.files[0].commands if report.files else []
+    return _LintOutcome(systemd_version, vllm_version, errors, counts, notes, commands)
 
 
 # --------------------------------------------------------------------------------------
@@ -368,20 +448,14 @@ def daemon_reload(ctx: DeployContext) -> StepResult:
         return StepResult.failed(
             f"systemd did not load {ctx.unit} as expected: {problems}"
             f"{backup or ''}; the running service was not touched",
+            rollback=True,
             properties=props,
         )
-    ctx.log("service left as it was (not started, stopped or restarted)")
+    ctx.log("the running service is not touched by the reload; the next steps restart it")
     return StepResult.success(properties=props, reloaded_by="push_unit")
 
 
-STEPS: tuple[tuple[str, Step], ...] = (
-    ("preflight", preflight),
-    ("push", push),
-    ("daemon_reload", daemon_reload),
-)
-
 __all__ = [
-    "STEPS",
     "DeployContext",
     "Outcome",
     "Step",

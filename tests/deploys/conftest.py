@@ -22,7 +22,15 @@ from deploys.models import DeployRequest, Host
 from deploys.services.deploy_requests import deploy_request_create
 from deploys.transports.ssh import SSHTransport
 from tests.deploys.helpers import OLD_UNIT, Enqueued, FakeHosts, People, fake_host_key
-from tests.testhost.host import TestHost
+from tests.deploys.qcluster_support import (  # noqa: F401  (fixtures of the qcluster tests)
+    jobhost,
+    postgres_redis,
+    qsetup,
+    sqlite_orm,
+    start_clusters,
+)
+from tests.testhost.host import TestHost, boot_hosts
+from tests.testhost.pytest_plugin import unavailable_reason
 from tests.units.factories import baseline
 from units.models import ProfileVersion, ServiceProfile
 from units.roles import ADMIN, APPROVER, OPERATOR, VIEWER, ensure_roles
@@ -129,6 +137,21 @@ def make_transport(testhost: TestHost) -> Iterator[Callable[..., SSHTransport]]:
     yield make
     for t in made:
         t.close()
+
+
+@pytest.fixture(scope="module")
+def module_testhost() -> Iterator[TestHost]:
+    """A host of the module's own: for tests that change GPU state or leave services
+    running, which the session's shared host must not see."""
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    [host] = boot_hosts(1, gpu_count=8)
+    try:
+        assert host.nsenter(["useradd", "--no-create-home", "alice"]).returncode == 0
+        yield host
+    finally:
+        host.stop()
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ so nothing here is a fixture.
 from __future__ import annotations
 
 import secrets
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,13 +120,17 @@ def approved_request(
     *,
     name: str = "",
     unit_name: str = "",
+    data: dict[str, Any] | None = None,
     **profile: Any,
 ) -> DeployRequest:
-    """A new profile, a request for it on `host` (its live unit read now), approved."""
+    """A new profile (`data`, or the baseline with `profile` changes), a request for it on
+    `host` (its live unit read now), approved."""
     from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
     from units.services import profile_create
 
-    created = profile_create(data=baseline(name=name or unique("job"), **profile), created_by=None)
+    if data is None:
+        data = baseline(name=name or unique("job"), **profile)
+    created = profile_create(data=data, created_by=None)
     request = deploy_request_create(
         profile_version=created.versions.get(),
         host=host,
@@ -134,6 +139,80 @@ def approved_request(
         acknowledge_warnings=True,
     )
     return deploy_request_approve(request=request, approver=approver)
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now (test hosts share this machine's network)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def double_profile(name: str = "", port: int | None = None, **overrides: Any) -> dict[str, Any]:
+    """Profile data for a unit that runs the test host's vLLM double (tests/doubles):
+    loopback only, root (the host has no `vllm` user), a one-second model load, and
+    deploy-job waits a test can afford."""
+    environment = {"VLLM_DOUBLE_LOAD_S": "1", "VLLM_DOUBLE_CONFIG_DELAY_S": "0.2"}
+    environment.update(overrides.pop("environment", {}))
+    data = baseline(
+        name=name or unique("vllm-dbl"),
+        description="vLLM double for deploy-job tests",
+        vllm_executable="/usr/local/bin/vllm",
+        model="/models/double-model",
+        served_model_names=["double"],
+        host="127.0.0.1",
+        port=port or free_port(),
+        user="",
+        group="",
+        gpu_memory_utilization="0.5",
+        timeout_stop_sec=20,
+        restart="on-failure",
+        restart_sec=30,
+        environment=environment,
+        deploy_gpu_clean_sec=30,
+        deploy_kill_grace_sec=2,
+        deploy_journal_check_sec=10,
+        deploy_ready_timeout_sec=60,
+    )
+    data.update(overrides)
+    return data
+
+
+_REGISTER = (
+    "import sys; sys.path.insert(0, '/usr/local/lib/gpu-double'); "
+    "from doubles import gpu_state as g; c = g.load_config(); "
+    "g.register(c, int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))"
+)
+
+
+def foreign_gpu_holder(host: TestHost, *, gpu: int, mib: int, user: str = "alice") -> int:
+    """A `python3` process of another user holding `mib` on `gpu` (registered with the
+    GPU double like a CUDA context); its PID."""
+    script = f"runuser -u {user} -- python3 -c 'import time; time.sleep(900)' >/dev/null 2>&1 &"
+    host.nsenter(["sh", "-c", script], check=True)
+    pid = wait_for(lambda: host.nsenter(["pgrep", "-u", user, "python3"]).stdout, timeout=10)
+    assert pid, f"{user}'s process did not start"
+    pid_int = int(str(pid).split()[0])
+    host.nsenter([host.python, "-c", _REGISTER, str(gpu), str(pid_int), str(mib)], check=True)
+    return pid_int
+
+
+def gpu_pids(host: TestHost) -> set[int]:
+    """PIDs nvidia-smi (the double) lists as compute processes on the host."""
+    out = host.nsenter(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"])
+    return {int(p) for p in out.stdout.split()}
+
+
+def push_only() -> tuple[tuple[str, Any], ...]:
+    """The first steps of a deploy (preflight, push, daemon-reload), for tests about
+    claiming, locking and pushing; the restart that follows is test_pipeline.py's."""
+    from deploys.jobs import steps
+
+    return (
+        ("preflight", steps.preflight),
+        ("push", steps.push),
+        ("daemon_reload", steps.daemon_reload),
+    )
 
 
 def step_rows(request: DeployRequest) -> list[tuple[str, str]]:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
@@ -28,7 +27,7 @@ from deploys.transports.ssh import SSHTransport
 from tests.deploys.conftest import transport_for
 from tests.deploys.helpers import UNIT_DIR, unique, wait_for
 from tests.doubles.gpu_state import H200_TOTAL_MIB
-from tests.testhost.host import TestHost, boot_hosts
+from tests.testhost.host import TestHost
 
 pytestmark = pytest.mark.testhost
 
@@ -46,24 +45,8 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def gpuhost(testhost_factory_module: Callable[..., list[TestHost]]) -> TestHost:
-    [host] = testhost_factory_module(1)
-    assert host.nsenter(["useradd", "--no-create-home", "alice"]).returncode == 0
-    return host
-
-
-@pytest.fixture(scope="module")
-def testhost_factory_module() -> Iterator[Callable[..., list[TestHost]]]:
-    booted: list[TestHost] = []
-
-    def factory(count: int = 1, **kwargs: Any) -> list[TestHost]:
-        hosts = boot_hosts(count, **kwargs)
-        booted.extend(hosts)
-        return hosts
-
-    yield factory
-    for host in booted:
-        host.stop()
+def gpuhost(module_testhost: TestHost) -> TestHost:
+    return module_testhost
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ from tests.deploys.helpers import (
     approved_request,
     make_host,
     make_users,
+    push_only,
     sshd_sessions,
     step_rows,
     unique,
@@ -44,6 +45,9 @@ from tests.deploys.helpers import (
 from tests.testhost.host import TestHost
 
 STEP_NAMES = ["host_lock", "preflight", "push", "daemon_reload"]
+# These tests are about claiming, pushing and reloading: the first steps of a deploy. The
+# restart that follows (stop, GPU-clean, start, …) is tested in test_pipeline.py.
+PUSH_ONLY = push_only()
 
 
 # --------------------------------------------------------------------------------------
@@ -161,7 +165,7 @@ def test_approved_request_is_pushed_reloaded_and_backed_up(
     request = approved_request(site, *pair, name=name)
     assert queued == [("deploys.jobs.tasks.deploy_task", request.pk)]
 
-    assert runner.run_deploy(request.pk) == "succeeded"
+    assert runner.run_deploy(request.pk, steps=PUSH_ONLY) == "succeeded"
 
     request.refresh_from_db()
     path = unit_path(request)
@@ -172,7 +176,7 @@ def test_approved_request_is_pushed_reloaded_and_backed_up(
     ).stdout.split()
     assert sorted(show) == sorted(
         ["LoadState=loaded", f"FragmentPath={path}", "NeedDaemonReload=no", "ActiveState=inactive"]
-    ), "pushed, reloaded, and the service left as it was (never started)"
+    ), "pushed, reloaded, and (these steps only) not started"
     assert request.status == "succeeded" and request.finished_at is not None
     assert step_rows(request) == [(n, "succeeded") for n in STEP_NAMES]
     pushed = PushedUnit.objects.get(request=request)
@@ -215,11 +219,13 @@ def test_second_delivery_of_the_same_task_does_nothing(
     testhost: TestHost, site: Host, pair: Any
 ) -> None:
     request = approved_request(site, *pair)
-    assert runner.run_deploy(request.pk) == "succeeded"
+    assert runner.run_deploy(request.pk, steps=PUSH_ONLY) == "succeeded"
     counts = (JobStep.objects.count(), PushedUnit.objects.count(), AuditEvent.objects.count())
     lock = HostLock.objects.values().get(host=site)
 
-    assert runner.run_deploy(request.pk) == "succeeded"  # at-least-once: delivered again
+    assert (
+        runner.run_deploy(request.pk, steps=PUSH_ONLY) == "succeeded"
+    )  # at-least-once: delivered again
 
     assert (JobStep.objects.count(), PushedUnit.objects.count(), AuditEvent.objects.count()) == (
         counts
@@ -236,7 +242,7 @@ def test_concurrent_deliveries_push_once(testhost: TestHost, site: Host, pair: A
     def deliver() -> None:
         try:
             start.wait()
-            results.append(runner.run_deploy(request.pk))
+            results.append(runner.run_deploy(request.pk, steps=PUSH_ONLY))
         finally:
             connections.close_all()
 
@@ -283,7 +289,7 @@ def test_connection_killed_mid_upload_leaves_unit_unchanged_and_fails_clearly(
 
     killer = threading.Thread(target=kill_when_half_uploaded)
     killer.start()
-    status = runner.run_deploy(request.pk)
+    status = runner.run_deploy(request.pk, steps=PUSH_ONLY)
     killer.join(60)
 
     assert killed, "the upload was never seen in progress"
@@ -311,7 +317,7 @@ def test_connection_killed_mid_upload_leaves_unit_unchanged_and_fails_clearly(
     # The next job, under the lock, removes it and pushes (same live unit as before).
     proxy.rate = None
     retry = approved_request(site, *pair, name=unique("retry"), unit_name=name)
-    assert runner.run_deploy(retry.pk) == "succeeded"
+    assert runner.run_deploy(retry.pk, steps=PUSH_ONLY) == "succeeded"
     push_log = JobStep.objects.get(request=retry, name="push").log
     assert all(f in push_log for f in leftovers), push_log
     assert temp_files(testhost, f"{name}.service") == {}
@@ -326,7 +332,7 @@ def test_unit_edited_on_host_after_the_request_voids_without_writing(
     path = unit_path(request)
     testhost.write_file(path, "[Service]\nExecStart=/bin/sleep 1\n")
 
-    assert runner.run_deploy(request.pk) == "void"
+    assert runner.run_deploy(request.pk, steps=PUSH_ONLY) == "void"
 
     request.refresh_from_db()
     assert "changed since the request was made" in request.status_reason
@@ -345,7 +351,7 @@ def test_approval_expired_while_queued_voids(testhost: TestHost, site: Host, pai
     request = approved_request(site, *pair)
     DeployRequest.objects.filter(pk=request.pk).update(expires_at=timezone.now())
 
-    assert runner.run_deploy(request.pk) == "void"
+    assert runner.run_deploy(request.pk, steps=PUSH_ONLY) == "void"
 
     request.refresh_from_db()
     assert request.status_reason.startswith("preflight: approval no longer valid: ")
@@ -367,7 +373,7 @@ def test_lint_errors_for_the_hosts_versions_void(
     # Isolate the lint gate: the approval rules would (rightly) object to this text too.
     monkeypatch.setattr(steps, "approval_problems", lambda **kwargs: [])
 
-    assert runner.run_deploy(request.pk) == "void"
+    assert runner.run_deploy(request.pk, steps=PUSH_ONLY) == "void"
 
     request.refresh_from_db()
     assert "the approved unit has lint errors for systemd" in request.status_reason
@@ -383,7 +389,7 @@ def test_unreachable_host_fails_with_a_clear_reason(
         closed_port = s.getsockname()[1]
     Host.objects.filter(pk=site.pk).update(ssh_port=closed_port)
 
-    assert runner.run_deploy(request.pk) == "failed"
+    assert runner.run_deploy(request.pk, steps=PUSH_ONLY) == "failed"
 
     request.refresh_from_db()
     assert request.status_reason.startswith(f"preflight: cannot reach host {site.name}: ")

@@ -44,14 +44,18 @@ def host() -> Host:
     return Host.objects.create(name="gpu-a", address="127.0.0.1", host_key="ssh-ed25519 AAAA")
 
 
-def test_dead_worker_request_is_failed_and_audited(host: Host) -> None:
+def test_dead_worker_request_is_interrupted_and_audited(host: Host) -> None:
     old = wait_seconds() + lease_seconds() + 60
     request = running_request(started_ago=old, host=host)
+    DeployRequest.objects.filter(pk=request.pk).update(last_step="push")
     assert fail_abandoned_deploys() == 1
     request.refresh_from_db()
-    assert request.status == DeployRequest.Status.FAILED
+    assert request.status == DeployRequest.Status.INTERRUPTED
     assert "worker running this job stopped" in request.status_reason
-    assert AuditEvent.objects.filter(kind="deploy.failed", object_id=str(request.pk)).exists()
+    assert "last completed step: push" in request.status_reason
+    assert "nothing is re-run automatically" in request.status_reason
+    event = AuditEvent.objects.get(kind="deploy.interrupted", object_id=str(request.pk))
+    assert event.payload["last_step"] == "push"
     assert fail_abandoned_deploys() == 0  # once
 
 
@@ -77,11 +81,11 @@ def test_job_still_waiting_for_the_host_is_left_alone(host: Host) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_job_failed_as_abandoned_keeps_that_status_when_its_worker_finishes(
+def test_a_job_interrupted_as_abandoned_keeps_that_status_when_its_worker_finishes(
     host: Host,
 ) -> None:
-    """A stalled worker whose job the sweeper already failed must not end it again: the
-    request stays failed and the audit history gets no contradicting final event."""
+    """A stalled worker whose job the sweeper already marked interrupted must not end it
+    again: the request stays interrupted and the history gets no contradicting event."""
     from deploys.jobs import runner
     from deploys.jobs.steps import DeployContext, StepResult
 
@@ -97,9 +101,10 @@ def test_a_job_failed_as_abandoned_keeps_that_status_when_its_worker_finishes(
     status = runner.run_deploy(request.pk, steps=(("stall", stalled_then_swept),))
 
     request.refresh_from_db()
-    assert status == request.status == DeployRequest.Status.FAILED
+    assert status == request.status == DeployRequest.Status.INTERRUPTED
     assert "worker running this job stopped" in request.status_reason
     finals = AuditEvent.objects.filter(
-        object_id=str(request.pk), kind__in=["deploy.succeeded", "deploy.failed"]
+        object_id=str(request.pk),
+        kind__in=["deploy.succeeded", "deploy.failed", "deploy.interrupted"],
     )
-    assert list(finals.values_list("kind", flat=True)) == ["deploy.failed"]
+    assert list(finals.values_list("kind", flat=True)) == ["deploy.interrupted"]

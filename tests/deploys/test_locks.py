@@ -13,11 +13,20 @@ from django.utils import timezone
 
 from deploys.jobs import queue, runner
 from deploys.jobs.lease import HostBusy, HostLease
-from deploys.jobs.steps import STEPS, DeployContext, Step, StepResult
+from deploys.jobs.steps import DeployContext, Step, StepResult
 from deploys.locks import HostLock
 from deploys.models import Host, JobStep, PushedUnit
-from tests.deploys.helpers import approved_request, make_host, make_users, step_rows, unique
+from tests.deploys.helpers import (
+    approved_request,
+    make_host,
+    make_users,
+    push_only,
+    step_rows,
+    unique,
+)
 from tests.testhost.host import TestHost
+
+STEPS = push_only()  # locking is about the host, not about what the steps do there
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -164,7 +173,7 @@ def test_job_takes_over_a_dead_workers_expired_lease(testhost: TestHost) -> None
         host=host, owner="worker-that-died", expires_at=timezone.now() - timedelta(seconds=5)
     )
 
-    assert runner.run_deploy(request.pk) == "succeeded"
+    assert runner.run_deploy(request.pk, steps=STEPS) == "succeeded"
 
     lock_step = JobStep.objects.get(request=request, name="host_lock")
     assert lock_step.result["took_over_from"] == "worker-that-died"
@@ -179,7 +188,7 @@ def test_job_gives_up_on_a_host_held_too_long(testhost: TestHost) -> None:
     holder = HostLease.try_acquire(host.pk, purpose="deploy #999")
     assert holder is not None
 
-    assert runner.run_deploy(request.pk, lock_wait=0.5) == "failed"
+    assert runner.run_deploy(request.pk, steps=STEPS, lock_wait=0.5) == "failed"
 
     request.refresh_from_db()
     assert request.status_reason.startswith(f"host_lock: {host.name} is busy: held by ")

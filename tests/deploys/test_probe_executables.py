@@ -32,7 +32,14 @@ from deploys.services.deploy_requests import (
 from deploys.services.hosts import host_set_probe_executables
 from deploys.transports.local import LocalTransport
 from deploys.transports.ssh import SSHTransport
-from tests.deploys.helpers import People, approved_request, make_host, make_users, unique
+from tests.deploys.helpers import (
+    People,
+    approved_request,
+    make_host,
+    make_users,
+    push_only,
+    unique,
+)
 from tests.testhost.host import TestHost
 from tests.units.factories import baseline
 from units.services import profile_create
@@ -194,7 +201,7 @@ def test_probe_runs_the_executable_of_an_approved_and_pushed_unit(
     testhost: TestHost, site: Host, pair: Any
 ) -> None:
     request = approved_request(site, *pair, vllm_executable="/usr/local/bin/vllm")
-    assert runner.run_deploy(request.pk) == "succeeded"
+    assert runner.run_deploy(request.pk, steps=push_only()) == "succeeded"
 
     facts = runner.run_probe(site.pk, pair[1].pk)
 

@@ -26,7 +26,15 @@ from deploys.selectors import rendered_text
 from deploys.services.unit_adoptions import unit_adopt
 from deploys.transports.push import sha256_hex
 from deploys.unit_policy import denied_unit_reason
-from tests.deploys.helpers import UNIT_DIR, FakeHosts, People, make_host, make_users, unique
+from tests.deploys.helpers import (
+    UNIT_DIR,
+    FakeHosts,
+    People,
+    make_host,
+    make_users,
+    push_only,
+    unique,
+)
 from tests.testhost.host import TestHost
 from tests.units.factories import baseline
 from units.services import profile_create
@@ -187,7 +195,7 @@ def test_job_refuses_a_denied_unit_name_stored_in_an_approved_request(
     name = unique("systemd-specadmin-test")
     request = request_as_stored(site, pair, unit_name=name, host_text=None)
 
-    assert runner.run_deploy(request.pk) == "void"
+    assert runner.run_deploy(request.pk, steps=push_only()) == "void"
 
     request.refresh_from_db()
     assert "deny list" in request.status_reason
@@ -204,7 +212,7 @@ def test_job_refuses_to_overwrite_a_foreign_unit_until_an_admin_adopts_it(
     testhost.write_file(path, FOREIGN.decode())
     request = request_as_stored(site, pair, unit_name=name, host_text=FOREIGN)
 
-    assert runner.run_deploy(request.pk) == "void"
+    assert runner.run_deploy(request.pk, steps=push_only()) == "void"
     request.refresh_from_db()
     assert "specadmin did not write" in request.status_reason
     assert testhost.read_file(path) == FOREIGN.decode()
@@ -212,5 +220,5 @@ def test_job_refuses_to_overwrite_a_foreign_unit_until_an_admin_adopts_it(
     admin = get_user_model().objects.create_superuser(unique("ada"))
     unit_adopt(host=site, unit_name=name, actor=admin, comment="replacing the hand-made unit")
     again = request_as_stored(site, pair, unit_name=name, host_text=FOREIGN)
-    assert runner.run_deploy(again.pk) == "succeeded"
+    assert runner.run_deploy(again.pk, steps=push_only()) == "succeeded"
     assert testhost.read_file(path) == again.unit_text

@@ -9,7 +9,8 @@ What it reproduces, and why (each is something specadmin must observe on a real 
   --tensor-parallel-size; start-up fails like vLLM when another process holds that memory;
 - a configurable load time, then an OpenAI-compatible HTTP API whose streamed tokens follow an
   exactly known schedule, with spec-decode counters in /metrics that match the tokens sent;
-- fault modes: leftover_worker, ignore_sigterm, crash_after_start, never_healthy.
+- fault modes: leftover_worker, ignore_sigterm, crash_after_start, crash_during_load,
+  never_healthy.
 
 Configuration: the "vllm" section of /etc/gpu-double/config.json, overridden by environment
 variables VLLM_DOUBLE_* (see DoubleConfig). Stdlib only. Never imported by product code.
@@ -180,6 +181,16 @@ def serve(argv: Sequence[str], gpu: gpu_state.GpuConfig, cfg: DoubleConfig) -> i
     except EngineConfigError as exc:
         return fail(str(exc))
     log("INFO", "gpu_model_runner.py:2000", f"Loading model {model} on GPUs {gpus}")
+    if "crash_during_load" in faults and cfg.crash_after_s < cfg.load_s:
+        # "A crash at minute 20 of the load": the engine dies before the server is up.
+        if stop.wait(cfg.crash_after_s):
+            return _shutdown(engine, faults)
+        log("ERROR", "core.py:700", "fault crash_during_load: EngineCore failed while loading")
+        _kill_engine(engine)
+        return fail(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 "
+            "has a total capacity of 140.40 GiB of which 1.12 GiB is free."
+        )
     if stop.wait(cfg.load_s):
         return _shutdown(engine, faults)
     num_spec = int((spec or {}).get("num_speculative_tokens") or 0)

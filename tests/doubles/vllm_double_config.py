@@ -16,7 +16,13 @@ DEFAULT_VERSION = "0.16.0"
 # Where the flag catalogs are generated (linting/vllm/catalogs in the checkout).
 REPO_CATALOG_DIR = str(Path(__file__).resolve().parents[2] / "linting/vllm/catalogs")
 FIXTURE_CATALOG_DIR = str(Path(__file__).resolve().parent / "fixtures")
-FAULTS = ("leftover_worker", "ignore_sigterm", "crash_after_start", "never_healthy")
+FAULTS = (
+    "leftover_worker",
+    "ignore_sigterm",
+    "crash_after_start",
+    "crash_during_load",  # dies crash_after_s into the load (CUDA OOM), before /health
+    "never_healthy",
+)
 # Per-request stream faults (what a benchmark client must survive), applied from request
 # number `stream_fault_after` (0-based count of generation requests) on.
 STREAM_FAULTS = ("", "http_500", "malformed_sse", "no_usage", "stall", "disconnect")

@@ -2,7 +2,12 @@
 
 Layout inside the host (all of it clearly a double, never product code):
   /usr/local/lib/gpu-double/doubles/*.py   the double modules (package `doubles`)
-  /usr/local/bin/nvidia-smi, /usr/local/bin/vllm   sh wrappers running them
+  /usr/local/lib/gpu-double/vllm_double_pkg/vllm/   the `vllm` modules the deploy job's
+                                           preflight imports (on the host Python's path
+                                           through a .pth file, as a pip install would be)
+  /usr/local/bin/nvidia-smi                sh wrapper running the nvidia-smi double
+  /usr/local/bin/vllm                      a Python entry-point script, as pip writes one
+                                           (`#!python`), running the vLLM double
   /etc/gpu-double/config.json              GPU count/model, vLLM double knobs
 The vLLM flag catalogs are bind-mounted read-only at their checkout path, so the double
 reads exactly what the generator committed, live.
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +32,16 @@ _WRAPPER = """#!/bin/sh
 # TEST DOUBLE installed by specadmin tests/testhost: not the real {tool}.
 PYTHONPATH={lib} exec {python} -m doubles.{module} "$@"
 """
+# What pip writes for a console-script entry point (its first line names the Python that
+# has the package), so tools that look for vLLM's Python find one.
+_ENTRY_POINT = """#!{python}
+# TEST DOUBLE installed by specadmin tests/testhost: not the real {tool}.
+import sys
+sys.path.insert(0, {lib!r})
+from doubles.{module} import main
+sys.exit(main())
+"""
+VLLM_PACKAGE_SRC = DOUBLES_SRC / "vllm_double_pkg"
 
 
 def double_config(
@@ -52,6 +68,30 @@ def double_config(
     return config
 
 
+def _put_on_python_path(root: Path, python: str, directory: str) -> None:
+    """A .pth file in the host Python's site directory (site(7)), when that Python is the
+    machine's own binary at the same path (overlay of `/`): elsewhere the host has no
+    importable `vllm` and the preflight check skips, as on a host where vLLM runs from a
+    wrapper script."""
+    if not (root / python.lstrip("/")).resolve().exists() or not Path(python).exists():
+        return
+    try:
+        site_dir = subprocess.run(
+            [python, "-c", "import site; print(site.getsitepackages()[0])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return
+    target = root / site_dir.lstrip("/")
+    if not site_dir.startswith("/") or not (root / "usr").exists():
+        return
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "specadmin-vllm-double.pth").write_text(directory + "\n")
+
+
 def install_doubles(
     root: Path,
     *,
@@ -69,10 +109,20 @@ def install_doubles(
         shutil.copytree(FIXTURE_CATALOG_DIR, lib / "fixtures", dirs_exist_ok=True)
     bin_dir = root / "usr/local/bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    for tool, module in (("nvidia-smi", "nvidia_smi_double"), ("vllm", "vllm_double")):
+    for tool, module, template in (
+        ("nvidia-smi", "nvidia_smi_double", _WRAPPER),
+        ("vllm", "vllm_double", _ENTRY_POINT),
+    ):
         path = bin_dir / tool
-        path.write_text(_WRAPPER.format(tool=tool, lib=HOST_LIB, python=python, module=module))
+        path.write_text(template.format(tool=tool, lib=HOST_LIB, python=python, module=module))
         path.chmod(0o755)
+    shutil.copytree(
+        VLLM_PACKAGE_SRC,
+        root / HOST_LIB.lstrip("/") / "vllm_double_pkg",
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    _put_on_python_path(root, python, f"{HOST_LIB}/vllm_double_pkg")
     cfg = double_config(name=name, gpu_count=gpu_count, overrides=config)
     cfg_path = root / HOST_CONFIG.lstrip("/")
     cfg_path.parent.mkdir(parents=True, exist_ok=True)

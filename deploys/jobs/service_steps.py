@@ -1,0 +1,370 @@
+"""The service's own steps: vLLM check, stop, GPU-clean, start, early journal check,
+readiness, and the benchmark hook.
+
+Every wait is bounded by the profile's settings (`deploys.jobs.policy`) and every command
+by the transport (SSH: `timeout(1)` on the host). Long waits poll in short ticks and
+return early on cancel. The journal is followed from the cursor taken before the start
+(`journalctl -o json --after-cursor`), and the unit's state is read on every tick, so a
+crash at minute 20 of a 45-minute load is reported at minute 20.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from django.db import transaction
+
+from audit.models import AuditKind
+from audit.services import record
+from deploys.jobs import benchmark as benchmark_hook
+from deploys.jobs.gpu_clean import ServiceIdentity, clean_gpus, service_identity
+from deploys.jobs.journal import classify, entry_lines, last_progress, unit_verdict
+from deploys.jobs.policy import START_COMMAND_S
+from deploys.jobs.steps import DeployContext, StepResult
+from deploys.jobs.vllm_check import check_vllm_args
+from deploys.models import DeployRequest
+from deploys.transports import Transport
+from deploys.transports.errors import CommandTimeout
+
+STATE_PROPERTIES = ("ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts", "MainPID")
+JOURNAL_TICK_S = 0.5  # the early check: a fatal line shows within a second
+READY_TICK_S = 1.0
+HTTP_TIMEOUT_S = 5.0
+STOPPED = ("inactive", "failed")
+KEEP_JOURNAL_LINES = 200
+JOURNAL_BATCH = 5000  # entries read per tick at most (a service logging faster is noted)
+
+
+# --------------------------------------------------------------------------------------
+# vLLM's own check (before anything is touched)
+
+
+def vllm_check(ctx: DeployContext) -> StepResult:
+    """Parse the exact argv with the host's vLLM; a rejected argument or speculative
+    config fails the job here, before production is stopped."""
+    if ctx.service is None:
+        return StepResult.skipped("the unit runs no vLLM server: nothing for vLLM to check")
+    check = check_vllm_args(ctx.transport, ctx.service, ctx.environment)
+    ctx.read("vllm_check", check.as_json())
+    if check.ok is None:
+        return StepResult.skipped(f"not checked with the host's vLLM: {check.reason}")
+    where = f"vLLM {check.version} on {ctx.host.name} ({check.python})"
+    if check.ok is False:
+        return StepResult.failed(
+            f"{where} rejects the unit's {check.stage}: {check.reason}; nothing was changed "
+            "on the host",
+            vllm=check.as_json(),
+        )
+    ctx.log(f"{where} accepts the arguments" + (f"; {check.note}" if check.note else ""))
+    return StepResult.success(vllm=check.as_json())
+
+
+# --------------------------------------------------------------------------------------
+# stop and GPU-clean
+
+
+def stop(ctx: DeployContext) -> StepResult:
+    """`systemctl stop`, bounded (systemd's TimeoutStopSec= twice, for SIGTERM and the
+    final SIGKILL, plus a margin), after reading who the service is: its processes are
+    what GPU-clean may kill."""
+    policy = ctx.pipeline
+    ctx.identity = service_identity(ctx.transport, ctx.unit)
+    ctx.read("service", ctx.identity.as_json())
+    ctx.log(
+        f"{ctx.unit}: {len(ctx.identity.processes)} process(es) in its tree, user "
+        f"{ctx.identity.user}, GPUs {ctx.identity.gpus or 'all'}"
+    )
+    ctx.stop_attempted = True
+    try:
+        done = ctx.transport.systemctl(
+            "stop", "--", ctx.unit, check=False, timeout=policy.stop_timeout_s
+        )
+    except CommandTimeout:
+        return StepResult.failed(
+            f"systemctl stop {ctx.unit} did not return within {policy.stop_timeout_s:g} s",
+            rollback=True,
+        )
+    if not done.ok:
+        return StepResult.failed(
+            f"systemctl stop {ctx.unit} exited {done.exit_code}: {done.stderr_text.strip()}",
+            rollback=True,
+        )
+    state = _unit_state(ctx.transport, ctx.unit)
+    ctx.read("after_stop", state)
+    if state.get("ActiveState") not in STOPPED:
+        return StepResult.failed(
+            f"{ctx.unit} is {state.get('ActiveState')}/{state.get('SubState')} after "
+            "systemctl stop returned",
+            rollback=True,
+        )
+    ctx.log(f"{ctx.unit} is {state['ActiveState']} ({state.get('SubState')})")
+    return StepResult.success(active_state=state["ActiveState"])
+
+
+def gpu_clean(ctx: DeployContext) -> StepResult:
+    """Every GPU the service will use clean (deploys.jobs.gpu_clean), or nothing starts."""
+    identity = ctx.identity or ServiceIdentity(unit=ctx.unit, cgroup=f"/system.slice/{ctx.unit}")
+    report = clean_gpus(
+        ctx.transport,
+        identity,
+        ctx.pipeline.clean,
+        log=ctx.log,
+        cancelled=ctx.cancel_requested,
+    )
+    ctx.read("gpus", report.gpus)
+    _audit_kills(ctx, report.kills)
+    data = report.as_json()
+    for key in ("gpus", "reason", "clean"):
+        data.pop(key)
+    if report.clean:
+        return StepResult.success(**data)
+    if ctx.cancel_requested():
+        return StepResult.cancelled(report.reason, **data)
+    return StepResult.failed(f"{report.reason}; {ctx.unit} was not started", rollback=True, **data)
+
+
+def _audit_kills(ctx: DeployContext, kills: list[dict[str, Any]]) -> None:
+    """Each signal sent to a process is a host action: one audit event each."""
+    if not kills:
+        return
+    with transaction.atomic():
+        for kill in kills:
+            record(
+                kind=AuditKind.GPU_PROCESS_SIGNALLED,
+                actor=None,
+                obj=ctx.request,
+                payload={"request": ctx.request.pk, "unit": ctx.unit, **kill},
+                host_name=ctx.host.name,
+                profile_name=ctx.request.profile_version.profile.name,
+            )
+
+
+# --------------------------------------------------------------------------------------
+# start, journal, readiness
+
+
+def start(ctx: DeployContext) -> StepResult:
+    """Remember the journal's position, then queue the start (`--no-block`: the next
+    steps watch it, so a cancel or a crash is seen while ExecStartPre= still runs)."""
+    ctx.start_cursor = journal_cursor(ctx.transport)
+    ctx.read("journal_cursor", ctx.start_cursor)
+    before = _unit_state(ctx.transport, ctx.unit)
+    ctx.restarts_at_start = _int(before.get("NRestarts"))
+    ctx.journal_lines = []
+    ctx.healthy = False
+    done = ctx.transport.systemctl(
+        "start", "--no-block", "--", ctx.unit, check=False, timeout=START_COMMAND_S
+    )
+    ctx.started_at = time.monotonic()
+    if not done.ok:
+        return StepResult.failed(
+            f"systemctl start {ctx.unit} exited {done.exit_code}: {done.stderr_text.strip()}",
+            rollback=True,
+        )
+    ctx.log(f"start of {ctx.unit} queued; journal followed from {ctx.start_cursor or 'its start'}")
+    return StepResult.success(cursor=ctx.start_cursor)
+
+
+def journal_check(ctx: DeployContext) -> StepResult:
+    """Follow the journal for the profile's window; a fatal line or the unit failing
+    ends the job at once with the offending lines. Ends early once /health answers."""
+    window = ctx.pipeline.journal_check_s
+    return _watch(ctx, seconds=window, tick=JOURNAL_TICK_S, ready=False)
+
+
+def readiness(ctx: DeployContext) -> StepResult:
+    """/health, then /v1/models listing the served model name, within the profile's
+    budget, watching the unit and the journal all along."""
+    if ctx.healthy:
+        ctx.log("ready already during the journal check")
+        return StepResult.success(ready_after_s=0)
+    return _watch(ctx, seconds=ctx.pipeline.ready_timeout_s, tick=READY_TICK_S, ready=True)
+
+
+def benchmark(ctx: DeployContext) -> StepResult:
+    """The benchmark hook (deploys.jobs.benchmark), for deploys only: a restart or a
+    rollback brings back something already measured."""
+    if ctx.kind != DeployRequest.Kind.DEPLOY:
+        return StepResult.skipped(f"{ctx.request.get_kind_display().lower()}s are not benchmarked")
+    return benchmark_hook.benchmark(ctx)
+
+
+def _watch(ctx: DeployContext, *, seconds: float, tick: float, ready: bool) -> StepResult:
+    deadline = time.monotonic() + seconds
+    since_start = ctx.started_at or time.monotonic()
+    cursor = ctx.start_cursor
+    stage = "waiting for /health"
+    while True:
+        entries = ctx.transport.journal(ctx.unit, since=cursor or None, lines=JOURNAL_BATCH)
+        if entries:
+            cursor = entries[-1].cursor or cursor
+        lines = entry_lines(entries)
+        ctx.journal_lines = (ctx.journal_lines + lines)[-KEEP_JOURNAL_LINES:]
+        elapsed = time.monotonic() - since_start
+        fatal = classify(lines)
+        if fatal is not None:
+            ctx.start_cursor = cursor
+            return _start_failed(
+                ctx,
+                f"{fatal.summary} ({elapsed:.1f} s after the start)",
+                list(fatal.lines),
+                kind=fatal.kind,
+            )
+        state = _unit_state(ctx.transport, ctx.unit)
+        verdict = unit_verdict(state, ctx.restarts_at_start)
+        if verdict:
+            ctx.read("unit_state", state)
+            # What it printed on the way out may reach the journal a moment after.
+            late = ctx.transport.journal(ctx.unit, since=cursor or None, lines=JOURNAL_BATCH)
+            ctx.start_cursor = late[-1].cursor if late else cursor
+            ctx.journal_lines = (ctx.journal_lines + entry_lines(late))[-KEEP_JOURNAL_LINES:]
+            fatal = classify(ctx.journal_lines)
+            if fatal is not None:
+                return _start_failed(
+                    ctx,
+                    f"{fatal.summary}; {verdict} ({elapsed:.1f} s after the start)",
+                    list(fatal.lines),
+                    kind=fatal.kind,
+                )
+            return _start_failed(
+                ctx, f"{verdict} ({elapsed:.1f} s after the start)", ctx.journal_lines[-20:]
+            )
+        ctx.start_cursor = cursor
+        if state.get("ActiveState") == "active" and ctx.service is not None:
+            answer = _readiness_probe(ctx)
+            if answer == "ready":
+                ctx.healthy = True
+                ctx.read("journal_tail", ctx.journal_lines[-20:])
+                message = (
+                    f"{ctx.service.base_url} answers /health and lists "
+                    f"{ctx.service.served_model_name!r} after {elapsed:.1f} s"
+                )
+                ctx.log(message)
+                return StepResult.success(ready_after_s=round(elapsed, 3))
+            stage = answer
+        elif state.get("ActiveState") == "active" and ctx.service is None:
+            ctx.log(f"{ctx.unit} is active (no vLLM server to ask) after {elapsed:.1f} s")
+            return StepResult.success(ready_after_s=round(elapsed, 3))
+        else:
+            stage = f"{ctx.unit} {state.get('ActiveState')}/{state.get('SubState')}"
+        shown = last_progress(ctx.journal_lines) or (ctx.journal_lines or [""])[-1]
+        ctx.progress(f"{elapsed:.0f} s: {stage}" + (f" — {shown.strip()[:200]}" if shown else ""))
+        if ctx.cancel_requested():
+            return StepResult.cancelled(
+                f"cancelled {elapsed:.0f} s after the start, while {stage}",
+                elapsed_s=round(elapsed, 3),
+            )
+        now = time.monotonic()
+        if now >= deadline:
+            ctx.read("journal_tail", ctx.journal_lines[-20:])
+            if not ready:
+                ctx.log(f"nothing fatal in the journal within {seconds:g} s ({stage})")
+                return StepResult.success(window_s=seconds)
+            return StepResult.failed(
+                f"not ready after {seconds:g} s ({stage}); last journal line: "
+                f"{(ctx.journal_lines or ['(none)'])[-1].strip()[:300]}",
+                rollback=True,
+            )
+        time.sleep(min(tick, deadline - now))
+
+
+def _start_failed(ctx: DeployContext, reason: str, lines: list[str], kind: str = "") -> StepResult:
+    ctx.read("offending_lines", lines)
+    for line in lines:
+        ctx.log(f"| {line}")
+    return StepResult.failed(reason, rollback=True, lines=lines, fatal=kind)
+
+
+def _readiness_probe(ctx: DeployContext) -> str:
+    """ "ready", or what is being waited for."""
+    service = ctx.service
+    assert service is not None
+    status, _ = http_get(ctx.transport, service.base_url + "/health")
+    if status != 200:
+        return "waiting for /health" + (f" (HTTP {status})" if status else "")
+    status, body = http_get(ctx.transport, service.base_url + "/v1/models", service.api_key)
+    if status != 200:
+        return f"/health answers; /v1/models gives HTTP {status}"
+    try:
+        names = [m.get("id") for m in json.loads(body).get("data", [])]
+    except (ValueError, AttributeError):
+        return "/v1/models answered something that is not JSON"
+    if service.served_model_name not in names:
+        return f"/v1/models lists {names}, not {service.served_model_name!r}"
+    return "ready"
+
+
+# --------------------------------------------------------------------------------------
+# host-side helpers
+
+
+def journal_cursor(transport: Transport) -> str:
+    """The cursor of the journal's newest entry ("" when the journal is empty)."""
+    argv = ["journalctl", "--no-pager", "-q", "-n", "1", "-o", "json", "--output-fields=MESSAGE"]
+    result = transport.run(argv, timeout=30)
+    for line in reversed(result.stdout_text.splitlines()):
+        try:
+            return str(json.loads(line).get("__CURSOR", ""))
+        except ValueError:
+            continue
+    return ""
+
+
+# curl on the host (the server may listen on loopback only); the API key travels on stdin,
+# never in argv where `ps` would show it. Prints the body, then the status on a last line.
+_CURL = ["curl", "-sS", "--max-time", f"{HTTP_TIMEOUT_S:g}", "-w", "\n%{http_code}"]
+_PYTHON_GET = r"""
+import sys, urllib.request, urllib.error
+req = urllib.request.Request(sys.argv[1])
+key = sys.stdin.read().strip()
+if key:
+    req.add_header("Authorization", "Bearer " + key)
+try:
+    with urllib.request.urlopen(req, timeout=float(sys.argv[2])) as r:
+        sys.stdout.write(r.read().decode(errors="replace") + "\n" + str(r.status))
+except urllib.error.HTTPError as e:
+    sys.stdout.write("\n" + str(e.code))
+except Exception as e:
+    sys.stdout.write(str(e) + "\n000")
+"""
+
+
+def http_get(transport: Transport, url: str, api_key: str = "") -> tuple[int, str]:
+    """(HTTP status, body) of a GET made on the host; status 0 when nothing answered."""
+    header = f"Authorization: Bearer {api_key}\n" if api_key else ""
+    argv = [*_CURL, "-H", "@-", url] if api_key else [*_CURL, url]
+    result = transport.run(argv, timeout=HTTP_TIMEOUT_S + 5, input=header.encode() or None)
+    if result.exit_code == 127:  # no curl: the host's python3
+        result = transport.run(
+            ["python3", "-c", _PYTHON_GET, url, f"{HTTP_TIMEOUT_S:g}"],
+            timeout=HTTP_TIMEOUT_S + 10,
+            input=api_key.encode(),
+        )
+    body, _, code = result.stdout_text.rpartition("\n")
+    return (_int(code), body)
+
+
+def _unit_state(transport: Transport, unit: str) -> dict[str, str]:
+    return transport.unit_properties(unit, STATE_PROPERTIES)
+
+
+def _int(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
+
+
+__all__ = [
+    "benchmark",
+    "gpu_clean",
+    "http_get",
+    "journal_check",
+    "journal_cursor",
+    "readiness",
+    "start",
+    "stop",
+    "vllm_check",
+]

@@ -1,0 +1,200 @@
+"""Preflight with the host's own vLLM: parse the unit's exact argv with vLLM's argument
+parser and build its engine arguments and SpeculativeConfig, without loading a model or
+touching a GPU, before production is stopped.
+
+The check runs as a short Python program under the interpreter that runs the service: the
+unit's python (`python -m vllm…`), or the one in the `vllm` console script's `#!` line (pip
+writes one for every entry point). What it calls, and where vLLM keeps it:
+- `FlexibleArgumentParser`: vllm/utils/argparse_utils.py (0.11 on), vllm/utils.py before;
+- `make_arg_parser(parser)`: vllm/entrypoints/openai/cli_args.py (the server's flags); the
+  `serve` subcommand adds the positional `model_tag` first (vllm/entrypoints/cli/serve.py);
+- `AsyncEngineArgs.from_cli_args(args)`: vllm/engine/arg_utils.py;
+- `SpeculativeConfig(**dict)`: vllm/config/speculative.py; its validation runs without a
+  target model for model-free methods (ngram, suffix …); methods that need the target
+  model's config raise "target_model_config must be present": left to the engine start.
+Hosts where no Python can be found, or whose vLLM lacks these, skip the check visibly.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from deploys.jobs.service import VllmService
+from deploys.transports.base import Transport
+from deploys.transports.errors import CommandTimeout
+
+CHECK_TIMEOUT_S = 120.0  # `import vllm` imports torch: seconds when warm, longer cold
+MARKER = "@@specadmin-vllm-check "
+_PYTHON = re.compile(r"python(\d+(\.\d+)*)?$")
+
+# Runs on the host under vLLM's Python; argv[1] is {"style": …, "args": [...]}. Prints one
+# MARKER line of JSON: ok true (accepted), false (rejected: error), or null (could not
+# check: error says why); `note` for what only the engine start can check.
+CHECK_PROGRAM = r"""
+import contextlib, io, json, sys
+out = {"stage": "import vllm"}
+def done(**kw):
+    out.update(kw)
+    print("@@specadmin-vllm-check " + json.dumps(out), flush=True)
+    sys.exit(0)
+def error(exc):
+    return f"{type(exc).__name__}: {exc}"[-3000:]
+req = json.loads(sys.argv[1])
+try:
+    import vllm
+except Exception as exc:
+    done(ok=None, error="cannot import vllm: " + error(exc))
+out["version"] = str(getattr(vllm, "__version__", "?"))
+try:
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError:
+        from vllm.utils import FlexibleArgumentParser
+    from vllm.entrypoints.openai.cli_args import make_arg_parser
+    from vllm.engine.arg_utils import AsyncEngineArgs
+except Exception as exc:
+    done(ok=None, error="this vLLM has no argument parser where specadmin looks: " + error(exc))
+out["stage"] = "arguments"
+parser = FlexibleArgumentParser(prog="vllm serve" if req["style"] == "serve" else "api_server")
+if req["style"] == "serve":
+    parser.add_argument("model_tag", nargs="?")
+captured = io.StringIO()
+try:
+    with contextlib.redirect_stderr(captured):
+        parser = make_arg_parser(parser)
+        args = parser.parse_args(req["args"])
+except SystemExit as exc:
+    done(ok=False, error=captured.getvalue().strip()[-3000:] or f"argparse exited {exc.code}")
+except Exception as exc:
+    done(ok=False, error=error(exc))
+if getattr(args, "model_tag", None):
+    args.model = args.model_tag
+out["stage"] = "engine arguments"
+try:
+    engine_args = AsyncEngineArgs.from_cli_args(args)
+except Exception as exc:
+    done(ok=False, error=error(exc))
+spec = getattr(engine_args, "speculative_config", None)
+if spec:
+    out["stage"] = "speculative config"
+    try:
+        try:
+            from vllm.config import SpeculativeConfig
+        except ImportError:
+            from vllm.config.speculative import SpeculativeConfig
+        SpeculativeConfig(**spec)
+    except Exception as exc:
+        text = error(exc)
+        if "target_model_config" in text or "target_parallel_config" in text:
+            done(ok=True, note="the speculative config depends on the model: the engine "
+                 "start checks it (" + text[:300] + ")")
+        done(ok=False, error=text)
+done(ok=True)
+"""
+
+
+@dataclass(frozen=True)
+class VllmCheck:
+    """`ok`: True accepted, False rejected, None not checked (`reason` says why)."""
+
+    ok: bool | None
+    reason: str = ""
+    python: str = ""
+    version: str = ""
+    stage: str = ""
+    note: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "reason": self.reason,
+            "python": self.python,
+            "version": self.version,
+            "stage": self.stage,
+            "note": self.note,
+        }
+
+
+def _resolve(transport: Transport, executable: str) -> str:
+    """An absolute path for the executable (systemd also accepts bare names in ExecStart=,
+    looked up in its own PATH)."""
+    if executable.startswith("/"):
+        return executable
+    found = transport.run(["sh", "-c", 'command -v -- "$1"', "sh", executable], timeout=30)
+    path = found.stdout_text.strip()
+    return path if found.ok and path.startswith("/") else ""
+
+
+def python_for(transport: Transport, service: VllmService) -> tuple[str, str]:
+    """(the interpreter that runs the service, "") or ("", why none could be found)."""
+    executable = _resolve(transport, service.argv[0])
+    if not executable:
+        return "", f"{service.argv[0]} is not on the host's PATH"
+    if _PYTHON.search(posixpath.basename(executable)):
+        return executable, ""
+    head = transport.run(["head", "-c", "256", "--", executable], timeout=30)
+    if not head.ok:
+        return "", f"cannot read {executable}: {head.stderr_text.strip()[:200]}"
+    first = head.stdout_text.split("\n", 1)[0]
+    if not first.startswith("#!"):
+        return "", f"{executable} is not a script with a #! line (not a pip entry point)"
+    words = first[2:].split()
+    if len(words) >= 2 and posixpath.basename(words[0]) == "env":
+        words = words[1:]
+    if words and _PYTHON.search(posixpath.basename(words[0])):
+        return words[0], ""
+    return "", (
+        f"{executable} starts with {first[:80]!r}, not a Python interpreter: cannot tell "
+        "which Python runs vLLM"
+    )
+
+
+def check_vllm_args(
+    transport: Transport,
+    service: VllmService,
+    environment: dict[str, str],
+    *,
+    timeout: float = CHECK_TIMEOUT_S,
+) -> VllmCheck:
+    """Run CHECK_PROGRAM under the service's Python with the unit's environment."""
+    python, why = python_for(transport, service)
+    if not python:
+        return VllmCheck(None, why)
+    request = json.dumps({"style": service.style, "args": list(service.vllm_args)})
+    env = [f"{k}={v}" for k, v in sorted(environment.items()) if "=" not in k]
+    argv = (
+        ["env", *env, python, "-c", CHECK_PROGRAM, request]
+        if env
+        else [
+            python,
+            "-c",
+            CHECK_PROGRAM,
+            request,
+        ]
+    )
+    try:
+        result = transport.run(argv, timeout=timeout)
+    except CommandTimeout:
+        return VllmCheck(None, f"the check did not finish within {timeout:g} s", python)
+    lines = [line for line in result.stdout_text.splitlines() if line.startswith(MARKER)]
+    if not lines:
+        tail = (result.stderr_text or result.stdout_text).strip()[-1500:]
+        return VllmCheck(
+            None, f"{python} exited {result.exit_code} without a verdict: {tail}", python
+        )
+    answer = json.loads(lines[-1][len(MARKER) :])
+    return VllmCheck(
+        ok=answer.get("ok"),
+        reason=answer.get("error", ""),
+        python=python,
+        version=answer.get("version", ""),
+        stage=answer.get("stage", ""),
+        note=answer.get("note", ""),
+    )
+
+
+__all__ = ["CHECK_PROGRAM", "CHECK_TIMEOUT_S", "VllmCheck", "check_vllm_args", "python_for"]

@@ -1,0 +1,342 @@
+"""Requests about a unit specadmin already deployed: restart it, roll it back to an earlier
+deployed version, or remove it; and the requester withdrawing, or someone cancelling, a job.
+
+A restart, rollback or removal is a `DeployRequest` like a deploy (kind restart / rollback
+/ remove) and goes through the same approval rule (`deploys.approvals`), pinned to the
+exact text it acts on: the unit read live from the host (restart, removal) or the earlier
+push it brings back (rollback). One exception, set by an admin per host and audited:
+"restarts need no approval" (`Host.restarts_without_approval`) approves a restart at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from audit.models import AuditKind
+from audit.services import record
+from deploys.approvals import approval_ttl
+from deploys.jobs import queue
+from deploys.models import DeployRequest, Host, PushedUnit
+from deploys.permissions import CANCEL_JOB, CHANGE_HOST, REQUEST_DEPLOY, require
+from deploys.selectors import (
+    MAX_UNIT_BYTES,
+    deployed_unit,
+    finding_json,
+    lint_versions,
+    read_host_unit,
+)
+from deploys.services.deploy_requests import RequestNotPending
+from deploys.services.hosts import transport_error
+from deploys.transports import TransportError
+from deploys.transports.push import sha256_hex
+from linting.findings import Severity
+from linting.options import LintOptions
+from units.linting import lint_rendered
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser as User
+
+Kind = DeployRequest.Kind
+Status = DeployRequest.Status
+
+
+def _audit(kind: str, actor: User | None, request: DeployRequest, payload: dict) -> None:
+    record(
+        kind=kind,
+        actor=actor,
+        obj=request,
+        host_name=request.host.name,
+        profile_name=request.profile_version.profile.name,
+        payload={"request": request.pk, "kind": request.kind, **payload},
+    )
+
+
+def _live_unit(host: Host, unit_name: str) -> bytes:
+    """The unit file on the host now; ValidationError when unreachable or absent."""
+    try:
+        live = read_host_unit(host=host, unit_name=unit_name)
+    except TransportError as exc:
+        raise transport_error(f"Cannot read {unit_name}.service on {host.name}", exc) from exc
+    if live is None:
+        raise ValidationError(f"{unit_name}.service is not on {host.name} (any more).")
+    if len(live) > MAX_UNIT_BYTES:
+        raise ValidationError(f"{unit_name}.service on {host.name} is over {MAX_UNIT_BYTES} bytes.")
+    return live
+
+
+def _deployed(host: Host, unit_name: str) -> PushedUnit:
+    deployed = deployed_unit(host=host, unit_name=unit_name)
+    if deployed is None or deployed.request is None:
+        raise ValidationError(
+            f"specadmin has not deployed {unit_name}.service on {host.name} (or removed it)."
+        )
+    return deployed
+
+
+def _check_host(host: Host) -> None:
+    if host.archived:
+        raise ValidationError({"host": [f"{host.name} is archived."]})
+    if host.transport == Host.Transport.SSH and not host.key_pinned:
+        raise ValidationError({"host": [f"The host key of {host.name} is not pinned yet."]})
+
+
+def _lint(text: str, unit_name: str, push: PushedUnit, host: Host) -> list[dict]:
+    """Findings of `text` for the host's versions (errors block, as for a deploy)."""
+    assert push.request is not None
+    systemd, vllm, _ = lint_versions(profile_version=push.request.profile_version, host=host)
+    options = dataclasses.replace(LintOptions(), systemd_version=systemd, vllm_version=vllm)
+    name = f"{unit_name}.service"
+    report = lint_rendered(text, name, name, options)
+    errors = [f for f in report.findings if f.severity >= Severity.ERROR]
+    if errors:
+        raise ValidationError(
+            [f"Lint error {f.code} (line {f.span.start.line}): {f.message}" for f in errors],
+            code="lint_errors",
+        )
+    return [finding_json(f) for f in report.findings]
+
+
+def _create(
+    *,
+    kind: str,
+    host: Host,
+    unit_name: str,
+    push: PushedUnit,
+    text: str,
+    live: bytes,
+    requested_by: User,
+    findings: list[dict],
+    now: datetime,
+    rollback_to: PushedUnit | None = None,
+) -> DeployRequest:
+    assert push.request is not None
+    live_text = live.decode("utf-8", "replace").replace("\0", "\ufffd")
+    with transaction.atomic():
+        request = DeployRequest.objects.create(
+            kind=kind,
+            profile_version=push.request.profile_version,
+            host=host,
+            unit_name=unit_name,
+            unit_text=text,
+            unit_sha256=sha256_hex(text.encode("utf-8")),
+            host_unit_text=live_text,
+            host_unit_sha256=sha256_hex(live),
+            lint_findings=findings,
+            warnings_acknowledged=bool(findings),
+            requested_by=requested_by,
+            expires_at=now + approval_ttl(),
+            rollback_to=rollback_to,
+        )
+        _audit(
+            AuditKind.DEPLOY_REQUESTED,
+            requested_by,
+            request,
+            {
+                "unit_name": unit_name,
+                "unit_sha256": request.unit_sha256,
+                "host_unit_sha256": request.host_unit_sha256,
+                "rollback_to_push": rollback_to.pk if rollback_to else None,
+                "expires_at": request.expires_at.isoformat(),
+            },
+        )
+        if kind == Kind.RESTART and host.restarts_without_approval:
+            _approve_automatically(request, now)
+    request.refresh_from_db()
+    return request
+
+
+def _approve_automatically(request: DeployRequest, now: datetime) -> None:
+    """A restart on a host whose admin said restarts need no approval."""
+    reason = f"restarts on {request.host.name} need no approval (set by an admin)"
+    DeployRequest.objects.filter(pk=request.pk, status=Status.PENDING).update(
+        status=Status.APPROVED,
+        decided_at=now,
+        decision_comment=reason,
+        approved_sha256=request.unit_sha256,
+    )
+    _audit(
+        AuditKind.DEPLOY_APPROVED,
+        None,
+        request,
+        {"approved_sha256": request.unit_sha256, "automatic": True, "comment": reason},
+    )
+    transaction.on_commit(functools.partial(queue.enqueue_deploy, request.pk))
+
+
+def restart_request_create(
+    *, host: Host, unit_name: str, requested_by: User, now: datetime | None = None
+) -> DeployRequest:
+    """Request a restart of the unit specadmin deployed, exactly as it is on the host."""
+    require(requested_by, REQUEST_DEPLOY, "request restarts")
+    _check_host(host)
+    push = _deployed(host, unit_name)
+    live = _live_unit(host, unit_name)
+    if sha256_hex(live) != push.sha256:
+        raise ValidationError(
+            f"{unit_name}.service on {host.name} is not the unit specadmin deployed (changed "
+            "on the host since): request a deploy to see the difference."
+        )
+    return _create(
+        kind=Kind.RESTART,
+        host=host,
+        unit_name=unit_name,
+        push=push,
+        text=live.decode("utf-8", "replace"),
+        live=live,
+        requested_by=requested_by,
+        findings=[],
+        now=now or timezone.now(),
+    )
+
+
+def rollback_request_create(
+    *, host: Host, to: PushedUnit, requested_by: User, now: datetime | None = None
+) -> DeployRequest:
+    """Request "put back the unit of that earlier push" (deploys.selectors.rollback_targets)."""
+    require(requested_by, REQUEST_DEPLOY, "request rollbacks")
+    _check_host(host)
+    if to.host_id != host.pk or not to.text or to.request is None:
+        raise ValidationError("That is not an earlier deployed version of a unit on this host.")
+    unit_name = to.unit_name
+    current = _deployed(host, unit_name)
+    if current.sha256 == to.sha256:
+        raise ValidationError(f"{host.name} already runs that version of {unit_name}.service.")
+    live = _live_unit(host, unit_name)
+    findings = _lint(to.text, unit_name, to, host)
+    return _create(
+        kind=Kind.ROLLBACK,
+        host=host,
+        unit_name=unit_name,
+        push=to,
+        text=to.text,
+        live=live,
+        requested_by=requested_by,
+        findings=findings,
+        now=now or timezone.now(),
+        rollback_to=to,
+    )
+
+
+def remove_request_create(
+    *, host: Host, unit_name: str, requested_by: User, now: datetime | None = None
+) -> DeployRequest:
+    """Request "stop, GPU-clean, disable and delete" the unit specadmin deployed."""
+    require(requested_by, REQUEST_DEPLOY, "request removals")
+    _check_host(host)
+    push = _deployed(host, unit_name)
+    live = _live_unit(host, unit_name)
+    return _create(
+        kind=Kind.REMOVE,
+        host=host,
+        unit_name=unit_name,
+        push=push,
+        text=live.decode("utf-8", "replace"),
+        live=live,
+        requested_by=requested_by,
+        findings=[],
+        now=now or timezone.now(),
+    )
+
+
+# -- withdrawing and cancelling ------------------------------------------------------------
+
+
+def deploy_request_withdraw(
+    *, request: DeployRequest, user: User, now: datetime | None = None
+) -> DeployRequest:
+    """The requester takes a request back before it runs (pending, or approved and queued).
+
+    A conditional UPDATE: if a worker claimed it first, it is running and this says so.
+    """
+    if request.requested_by_id != user.pk:
+        raise PermissionDenied("Only the person who asked for this request can withdraw it.")
+    now = now or timezone.now()
+    with transaction.atomic():
+        done = DeployRequest.objects.filter(
+            pk=request.pk, status__in=(Status.PENDING, Status.APPROVED)
+        ).update(
+            status=Status.WITHDRAWN,
+            status_reason=f"Withdrawn by {user} before it ran.",
+            finished_at=now,
+        )
+        if done:
+            _audit(AuditKind.DEPLOY_WITHDRAWN, user, request, {"was": request.status})
+    request.refresh_from_db()
+    if not done:
+        hint = " Cancel the job instead." if request.status == Status.RUNNING else ""
+        raise RequestNotPending(
+            f"Request #{request.pk} is {request.get_status_display().lower()}: it can no "
+            f"longer be withdrawn.{hint}",
+            code="not_pending",
+        )
+    return request
+
+
+def deploy_job_cancel(
+    *, request: DeployRequest, user: User, now: datetime | None = None
+) -> DeployRequest:
+    """Cancel a queued job at once, or ask a running one to stop at its next step boundary
+    (a readiness wait returns at once). The job then says what state the host is in."""
+    require(user, CANCEL_JOB, "cancel deploy jobs")
+    now = now or timezone.now()
+    with transaction.atomic():
+        queued = DeployRequest.objects.filter(pk=request.pk, status=Status.APPROVED).update(
+            status=Status.CANCELLED,
+            status_reason=f"cancelled by {user} before it ran",
+            host_state="unchanged: the job never ran",
+            cancel_requested_at=now,
+            cancel_requested_by=user,
+            finished_at=now,
+        )
+        if queued:
+            _audit(AuditKind.DEPLOY_CANCELLED, user, request, {"when": "queued"})
+        else:
+            asked = DeployRequest.objects.filter(
+                pk=request.pk, status=Status.RUNNING, cancel_requested_at__isnull=True
+            ).update(cancel_requested_at=now, cancel_requested_by=user)
+            if asked:
+                _audit(AuditKind.DEPLOY_CANCEL_REQUESTED, user, request, {})
+    request.refresh_from_db()
+    if not (queued or asked):
+        if request.status == Status.RUNNING:
+            raise RequestNotPending("A cancel was already asked for; the job is stopping.")
+        raise RequestNotPending(
+            f"Request #{request.pk} is {request.get_status_display().lower()}: there is no "
+            "job to cancel."
+        )
+    return request
+
+
+def host_set_restarts_without_approval(*, host: Host, value: bool, actor: User) -> Host:
+    """An admin's per-host switch: restarts there are approved at once. Audited."""
+    require(actor, CHANGE_HOST, "change hosts")
+    if not getattr(actor, "is_staff", False) and not actor.has_perm("deploys.add_host"):
+        raise PermissionDenied("Only an admin can change which requests need an approval.")
+    with transaction.atomic():
+        Host.objects.filter(pk=host.pk).update(restarts_without_approval=value)
+        record(
+            kind=AuditKind.HOST_SETTINGS_CHANGED,
+            actor=actor,
+            obj=host,
+            host_name=host.name,
+            payload={"restarts_without_approval": value},
+        )
+    host.refresh_from_db()
+    return host
+
+
+__all__ = [
+    "deploy_job_cancel",
+    "deploy_request_withdraw",
+    "host_set_restarts_without_approval",
+    "remove_request_create",
+    "restart_request_create",
+    "rollback_request_create",
+]

@@ -1,0 +1,216 @@
+"""Real `manage.py qcluster` workers for tests, on both setups: (a) a SQLite file +
+django-q2's ORM broker, (b) PostgreSQL + Redis.
+
+Fixtures (offered to the tests through tests/deploys/conftest.py): `qsetup` (parametrized
+over both setups), `start_clusters`, `jobhost`. Helpers `manage` and `python` run Django
+code in subprocesses against the setup's database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.testhost.host import TestHost
+
+ROOT = Path(__file__).resolve().parents[2]
+PG_ADMIN_URL = os.environ.get(
+    "QCLUSTER_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+REDIS_BASE_URL = os.environ.get("QCLUSTER_REDIS_URL", "redis://127.0.0.1:6379")
+REDIS_DB = 14  # Makefile's test-postgres uses 15
+PIPELINE = [
+    "host_lock",
+    "preflight",
+    "vllm_check",
+    "push",
+    "daemon_reload",
+    "stop",
+    "gpu_clean",
+    "start",
+    "journal_check",
+    "readiness",
+]
+# Our jobs' tasks (the workers also run schedules: housekeeping, audit checkpoints).
+TASKS = (
+    "SELECT count(*) FROM django_q_task WHERE func IN "
+    "('deploys.jobs.tasks.deploy_task', 'deploys.jobs.tasks.probe_task')"
+)
+UNFINISHED = "SELECT count(*) FROM deploys_deployrequest WHERE status IN ('approved', 'running')"
+
+
+@dataclass
+class Setup:
+    """One database + broker for workers, and a way for this test to watch it."""
+
+    name: str
+    env: dict[str, str]
+    count_tasks: Callable[[], int]
+    count_unfinished: Callable[[], int]
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
+
+
+def manage(env: dict[str, str], *args: str, timeout: float = 120) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def python(env: dict[str, str], script: str, *args: str) -> Any:
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def base_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    # Long enough for a deploy job of the test profiles with its rollback (the runner
+    # refuses jobs that could outlive it), still retry > timeout (checked at start).
+    env.update(
+        DJANGO_SETTINGS_MODULE="specadmin.settings",
+        Q_WORKERS="2",
+        Q_TIMEOUT="1200",
+        Q_RETRY="1300",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+@pytest.fixture
+def sqlite_orm(tmp_path: Path) -> Iterator[Setup]:
+    path = tmp_path / "jobs.sqlite3"
+    env = {
+        **base_env(),
+        "DATABASE_URL": f"sqlite:///{path}",
+        "AUDIT_CHECKPOINT_FILE": str(tmp_path / "audit-checkpoints.jsonl"),
+    }
+    manage(env, "migrate", "--noinput", "-v0", "--skip-checks")
+
+    def count_tasks() -> int:
+        with contextlib.closing(sqlite3.connect(path, timeout=20)) as db:
+            return db.execute(TASKS).fetchone()[0]
+
+    def count_unfinished() -> int:
+        with contextlib.closing(sqlite3.connect(path, timeout=20)) as db:
+            return db.execute(UNFINISHED).fetchone()[0]
+
+    yield Setup("sqlite+orm", env, count_tasks, count_unfinished)
+
+
+@pytest.fixture
+def postgres_redis(tmp_path: Path) -> Iterator[Setup]:
+    import psycopg
+    import redis
+
+    # One Redis database for this test at a time on this machine (xdist, parallel runs).
+    lock_file = open("/tmp/specadmin-qcluster-redis.lock", "w")  # noqa: SIM115
+    fcntl.flock(lock_file, fcntl.LOCK_EX)
+    name = f"specadmin_qc_{secrets.token_hex(4)}"
+    queue = redis.Redis.from_url(f"{REDIS_BASE_URL}/{REDIS_DB}")
+    try:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+    except psycopg.OperationalError as exc:
+        lock_file.close()
+        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN_URL}: {exc}")
+    try:
+        queue.flushdb()
+        url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+        env = {
+            **base_env(),
+            "DATABASE_URL": url,
+            "REDIS_URL": f"{REDIS_BASE_URL}/{REDIS_DB}",
+            "AUDIT_CHECKPOINT_FILE": str(tmp_path / "audit-checkpoints.jsonl"),
+        }
+        manage(env, "migrate", "--noinput", "-v0", "--skip-checks")
+
+        def count_tasks() -> int:
+            with psycopg.connect(url) as db:
+                return db.execute(TASKS).fetchone()[0]
+
+        def count_unfinished() -> int:
+            with psycopg.connect(url) as db:
+                return db.execute(UNFINISHED).fetchone()[0]
+
+        yield Setup("postgres+redis", env, count_tasks, count_unfinished)
+    finally:
+        queue.flushdb()
+        queue.close()
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        lock_file.close()
+
+
+@pytest.fixture(params=["sqlite_orm", "postgres_redis"])
+def qsetup(request: pytest.FixtureRequest) -> Setup:
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture
+def start_clusters(tmp_path: Path) -> Iterator[Callable[[Setup, int], list[subprocess.Popen]]]:
+    """Start `manage.py qcluster` processes; always stopped (their whole process groups)."""
+    started: list[tuple[subprocess.Popen, Path]] = []
+
+    def start(setup: Setup, count: int) -> list[subprocess.Popen]:
+        procs = []
+        for i in range(count):
+            log = tmp_path / f"qcluster-{setup.name}-{i}.log"
+            with open(log, "w") as out:
+                proc = subprocess.Popen(
+                    [sys.executable, "manage.py", "qcluster"],
+                    cwd=ROOT,
+                    env=setup.env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own group: the workers it forks go too
+                )
+            started.append((proc, log))
+            procs.append(proc)
+        return procs
+
+    yield start
+    for proc, _ in started:  # the cluster stops its own workers (signalling them breaks that)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    for proc, _ in started:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(max(0.1, deadline - time.monotonic()))
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # stragglers of the group, if any
+        proc.wait(10)
+
+
+@pytest.fixture
+def jobhost(module_testhost: TestHost) -> Iterator[TestHost]:
+    """The module's own host, with no service left running after a test."""
+    yield module_testhost
+    module_testhost.nsenter(["sh", "-c", "systemctl stop 'vllm-*' 2>/dev/null; true"])
