@@ -120,10 +120,12 @@ def test_a_worker_killed_mid_job_is_interrupted_and_nothing_reruns_blindly(
     cluster.wait(10)
 
     held = state()
-    assert held["status"] == "running" and held["lock_request"] == pk and held["lock_owner"]
+    assert held["status"] == "running" and held["lock_request"] == pk, held
+    assert held["lock_owner"], held
     time.sleep(LEASE_S + WAIT_S + 1)  # the lease expires; the job is now overdue
-    assert python(env, SWEEP) == 1
+    swept = python(env, SWEEP)
     after = state()
+    assert swept == 1, after
     assert after["status"] == "interrupted"
     assert after["last_step"] == "journal_check"
     assert "last completed step: journal_check, in progress: readiness" in after["reason"]
