@@ -161,6 +161,13 @@ KEYS: dict[str, str] = {
     "gpu_free_threshold_mib": "ExecStartPre=",
     "target_vllm_version": "lint",
     "target_systemd_version": "lint",
+    # read by specadmin's deploy job (deploys/jobs), not written into the unit
+    "deploy_gpu_clean_sec": "deploy job",
+    "deploy_kill_grace_sec": "deploy job",
+    "deploy_kill_foreign": "deploy job",
+    "deploy_journal_check_sec": "deploy job",
+    "deploy_ready_timeout_sec": "deploy job",
+    "deploy_rollback": "deploy job",
 }
 
 HELP: dict[str, str] = {

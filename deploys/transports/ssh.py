@@ -431,6 +431,10 @@ class SSHTransport(Transport):
                 if chan.eof_received and not chan.recv_ready() and not chan.recv_stderr_ready():
                     break
                 if chan.closed:
+                    # paramiko's transport thread may have handled EOF and CLOSE between
+                    # our two checks (a command that ends at once): drain, then done.
+                    if chan.eof_received:
+                        continue
                     raise ConnectionLost(f"{self!r}: connection lost while running {argv_list!r}")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

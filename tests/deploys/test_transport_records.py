@@ -4,6 +4,7 @@ SSH command is bounded on the host itself, not only by our wait for its channel.
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from deploys.transports import CommandTimeout
 from deploys.transports.local import LocalTransport
 from deploys.transports.records import CommandLog, CommandRecord, records_json
 from deploys.transports.ssh import SSHTransport
-from tests.deploys.helpers import unique, wait_for
+from tests.deploys.helpers import fake_host_key, unique, wait_for
 from tests.doubles import gpu_state
 from tests.doubles.nvml_double import NvmlDouble
 from tests.testhost.host import TestHost
@@ -89,3 +90,51 @@ def test_long_polls_fold_into_one_line_per_command_without_losing_any() -> None:
     assert folded[("curl", "/health")]["exits"] == {"7": 150}
     assert folded[("journalctl", "-u", "x")]["exits"] == {"0": 150}
     assert sum(f["count"] for f in data["folded"]) + len(data["records"]) == 400
+
+
+class _RacingChannel:
+    """A channel whose EOF and CLOSE arrive between two of our checks: `eof_received` is
+    still False when first read, and both are set by the time `closed` is read."""
+
+    def __init__(self) -> None:
+        self.eof_reads = 0
+        self.closed = True
+        self.status_event = threading.Event()
+        self.status_event.set()
+
+    @property
+    def eof_received(self) -> bool:
+        self.eof_reads += 1
+        return self.eof_reads > 1
+
+    def exec_command(self, command: bytes) -> None:
+        pass
+
+    def shutdown_write(self) -> None:
+        pass
+
+    def recv_ready(self) -> bool:
+        return False
+
+    def recv_stderr_ready(self) -> bool:
+        return False
+
+    def recv_exit_status(self) -> int:
+        return 7
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_command_whose_eof_and_close_arrive_together_is_finished_not_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seen on a busy machine: `curl` refused in 10 ms during a readiness wait came back
+    as ConnectionLost, because paramiko's thread handled EOF and CLOSE between the check
+    for EOF and the check for a closed channel."""
+    key = fake_host_key()  # nothing connects: the channel is the fake above
+    pinned = f"{key.key_type} {key.base64}"
+    t = SSHTransport("127.0.0.1", 1, pinned_host_key=pinned, key_filename="/nonexistent")
+    monkeypatch.setattr(t, "_open", lambda what, opener, deadline: _RacingChannel())
+    result = t.run(["curl", "http://127.0.0.1:1/health"], timeout=5)
+    assert result.exit_code == 7
