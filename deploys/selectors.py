@@ -13,7 +13,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from deploys.connect import transport_for
 from deploys.locks import HostLock
@@ -396,21 +396,20 @@ def queue_position(*, request: DeployRequest) -> int | None:
 
 def failed_rollbacks() -> list[DeployRequest]:
     """Jobs whose rollback failed and whose unit no later job brought back: the hosts
-    that may be down (the banner on every page)."""
-    loud = DeployRequest.objects.filter(status=DeployRequest.Status.ROLLBACK_FAILED).select_related(
-        "host"
+    that may be down (the banner on every page). One query."""
+    later_success = DeployRequest.objects.filter(
+        host_id=OuterRef("host_id"),
+        unit_name=OuterRef("unit_name"),
+        status=DeployRequest.Status.SUCCEEDED,
+        finished_at__gt=OuterRef("finished_at"),
     )
-    result = []
-    for request in loud.order_by("-finished_at"):
-        later = DeployRequest.objects.filter(
-            host_id=request.host_id,
-            unit_name=request.unit_name,
-            status=DeployRequest.Status.SUCCEEDED,
-            finished_at__gt=request.finished_at,
-        )
-        if not later.exists():
-            result.append(request)
-    return result
+    return list(
+        DeployRequest.objects.filter(status=DeployRequest.Status.ROLLBACK_FAILED)
+        .exclude(Exists(later_success))
+        .select_related("host")
+        .only("id", "unit_name", "finished_at", "host__name")
+        .order_by("-finished_at")[:20]
+    )
 
 
 __all__ = [

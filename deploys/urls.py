@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from deploys import views
+from deploys import job_views, views
 
 app_name = "deploys"
 
@@ -28,4 +28,15 @@ urlpatterns = [
     path("requests/<int:pk>/", views.request_detail, name="request_detail"),
     path("requests/<int:pk>/approve/", views.request_approve, name="request_approve"),
     path("requests/<int:pk>/reject/", views.request_reject, name="request_reject"),
+    path("requests/<int:pk>/job/", job_views.request_job, name="request_job"),
+    path("requests/<int:pk>/cancel/", job_views.request_cancel, name="request_cancel"),
+    path("requests/<int:pk>/withdraw/", job_views.request_withdraw, name="request_withdraw"),
+    path("hosts/<int:pk>/restart/", job_views.host_unit_restart, name="host_unit_restart"),
+    path("hosts/<int:pk>/rollback/", job_views.host_unit_rollback, name="host_unit_rollback"),
+    path("hosts/<int:pk>/remove/", job_views.host_unit_remove, name="host_unit_remove"),
+    path(
+        "hosts/<int:pk>/restarts-setting/",
+        job_views.host_restarts_setting,
+        name="host_restarts_setting",
+    ),
 ]

@@ -28,6 +28,7 @@ from deploys.forms import (
     RequestFilterForm,
     UnitAdoptForm,
 )
+from deploys.job_views import deployed_units_context, job_context
 from deploys.models import DeployRequest, Host
 from deploys.permissions import (
     ADD_HOST,
@@ -159,6 +160,7 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
             ),
             "adopt_form": UnitAdoptForm(),
             "adoptions": host.unit_adoptions.select_related("adopted_by")[:20],
+            **deployed_units_context(host, user),
         },
     )
 
@@ -398,9 +400,6 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         host_name=deploy.host.name,
     )
     findings = [{**f, "message": shown(str(f.get("message", "")))} for f in deploy.lint_findings]
-    steps = list(selectors.deploy_request_steps(request=deploy))
-    for step in steps:
-        step.log = shown(step.log)
     return render(
         request,
         "deploys/request_detail.html",
@@ -409,7 +408,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "diff_lines": selectors.diff_lines(diff),
             "findings": findings,
             "unit_text": shown(deploy.unit_text),
-            "steps": steps,
+            **job_context(deploy, user),
             "overdue": overdue,
             "own": own,
             "refusal": refusal,

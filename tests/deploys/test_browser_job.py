@@ -1,0 +1,126 @@
+"""A deploy job's page in Debian's headless Chromium, while a real job runs against the
+test host: the steps, their states and durations and the readiness progress appear without
+a reload; Cancel stops it and the page says what the host runs; a queued request shows its
+place in line; a failed rollback puts a banner on every page; the host page offers restart,
+rollback and removal. Screenshots: artifacts/screenshots/job-*.png (look at them).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connections
+
+from deploys.jobs import benchmark as bench_hook
+from deploys.jobs import queue, runner
+from deploys.models import DeployRequest
+from tests.browser import PASSWORD, expect, login, overflow, shot
+from tests.deploys.helpers import approved_request, double_profile, make_host
+from tests.testhost.host import TestHost
+from units.roles import ADMIN, APPROVER, ensure_roles
+
+pytestmark = [pytest.mark.browser, pytest.mark.testhost]
+
+
+@pytest.fixture(autouse=True)
+def no_queue_no_benchmark(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(queue, "async_task", lambda *args, **kwargs: None)
+    monkeypatch.setattr(bench_hook, "_implementation", None)
+
+
+def step_item(page: Any, name: str) -> Any:
+    """The step list's entry of one step (by its name, exactly)."""
+    title = page.locator("summary > strong", has_text=re.compile(f"^{name}$"))
+    return page.locator("#steps > li").filter(has=title)
+
+
+def test_a_running_job_updates_in_place_and_cancel_says_what_the_host_runs(
+    live_server: Any, open_page: Any, module_testhost: TestHost
+) -> None:
+    roles = ensure_roles()
+    users = get_user_model().objects
+    ada = users.create_user("ada", password=PASSWORD)
+    ada.groups.add(roles[ADMIN])
+    bob = users.create_user("bob", password=PASSWORD)
+    bob.groups.add(roles[APPROVER])
+    site = make_host(module_testhost, name="gpu-a")
+    slow = double_profile(
+        name="vllm-slow-load",
+        environment={"VLLM_DOUBLE_LOAD_S": "90"},
+        deploy_journal_check_sec=1,
+        deploy_ready_timeout_sec=300,
+    )
+    request = approved_request(site, ada, bob, data=slow)
+    queued = approved_request(site, ada, bob, data=double_profile(name="vllm-next"))
+
+    def run() -> None:
+        try:
+            runner.run_deploy(request.pk)
+        finally:
+            connections.close_all()
+
+    job = threading.Thread(target=run)
+    job.start()
+    page = open_page()
+    try:
+        login(page, live_server.url, "ada")
+        page.goto(f"{live_server.url}/deploys/requests/{request.pk}/")
+        page.evaluate("window.notReloaded = true")
+        readiness = step_item(page, "readiness")
+        expect(readiness).to_contain_text("Running", timeout=90_000)
+        expect(readiness.locator(".step-progress")).to_contain_text(
+            "Loading model /models/double-model", timeout=30_000
+        )
+        expect(step_item(page, "gpu_clean")).to_contain_text("Succeeded")
+        expect(step_item(page, "push")).to_contain_text(re.compile(r"\d s · \d+ command"))
+        assert page.evaluate("window.notReloaded") is True, "updated without a reload"
+        shot(page, "job-01-readiness-progress-live")
+
+        narrow = open_page(390, 844)
+        login(narrow, live_server.url, "ada")
+        narrow.goto(f"{live_server.url}/deploys/requests/{queued.pk}/")
+        expect(narrow.locator("#queue-position")).to_contain_text("number 1 in line")
+        assert overflow(narrow) is None, overflow(narrow)
+        shot(narrow, "job-02-queued-390px")
+
+        page.get_by_role("button", name="Cancel the job").click()
+        expect(page.locator("#status")).to_have_text("Cancelled", timeout=30_000)
+        expect(page.locator("#status-reason")).to_contain_text("cancelled by ada during readiness")
+        expect(page.locator("#host-state")).to_contain_text(
+            "vllm-slow-load.service on gpu-a: active (running); its file is the requested unit"
+        )
+        assert page.locator("#job").get_attribute("hx-get") is None, "polling stopped"
+        shot(page, "job-03-cancelled-host-state")
+    finally:
+        DeployRequest.objects.filter(pk=request.pk, cancel_requested_at__isnull=True).update(
+            cancel_requested_at=request.requested_at
+        )
+        job.join(120)
+        module_testhost.nsenter(["sh", "-c", "systemctl stop 'vllm-*' 2>/dev/null; true"])
+
+    # A failed rollback: a banner on every page, until a later job for that unit succeeds.
+    DeployRequest.objects.filter(pk=queued.pk).update(
+        status="rollback_failed",
+        status_reason="gpu_clean: GPU 5 is held by PID 4242 (python, user alice, 38 GiB); "
+        "THE ROLLBACK FAILED too",
+        finished_at=request.requested_at,
+    )
+    page.goto(f"{live_server.url}/profiles/")
+    banner = page.locator("#rollback-banner")
+    expect(banner).to_contain_text("A rollback failed: the host may be down.")
+    expect(banner).to_contain_text(f"vllm-next.service on gpu-a (#{queued.pk})")
+    shot(page, "job-04-failed-rollback-banner")
+
+    page.goto(f"{live_server.url}/deploys/hosts/{site.pk}/")
+    units = page.locator("section[aria-labelledby=deployed-units]")
+    expect(units).to_contain_text("vllm-slow-load.service")
+    expect(units.get_by_role("button", name="Restart")).to_be_visible()
+    expect(units.get_by_role("button", name="Remove…")).to_be_visible()
+    units.get_by_role("button", name="Restart").click()
+    expect(page.locator(".page-head h1")).to_contain_text("Restart #")
+    expect(page.locator("#status")).to_have_text("Waiting for approval")
+    shot(page, "job-05-restart-requested-from-the-host-page")
