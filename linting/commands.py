@@ -4,6 +4,7 @@ words behind it kept), and the helpers rules use to look into it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from linting.execline.command import ExecCommand, ExecLine, ExpandedArg
 from linting.execline.env_substitution import Substitution, displayed
@@ -23,9 +24,10 @@ class Command:
     args: list[ExpandedArg]
     substitutions: list[tuple[int, Substitution]]
 
-    @property
+    @cached_property
     def argv(self) -> list[str]:
-        """The arguments as people should read them (unknown values as written)."""
+        """The arguments as people should read them (unknown values as written); `args`
+        is not changed after the command is built, and rules read this often."""
         return [displayed(a.value.text) for a in self.args]
 
 

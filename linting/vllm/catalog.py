@@ -26,6 +26,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -166,11 +167,13 @@ class VllmCatalog:
     # reads sys.argv (0.9.0 adds `--model` only without "serve").
     api_server_flags: tuple[FlagSpec, ...] = ()
     _by_name: Mapping[str, FlagSpec] = field(repr=False, compare=False, init=False)
+    _sorted_names: tuple[str, ...] = field(repr=False, compare=False, init=False)
     _api_server: list[VllmCatalog] = field(repr=False, compare=False, init=False)
 
     def __post_init__(self) -> None:
         index = {name: spec for spec in self.flags for name in spec.names}
         object.__setattr__(self, "_by_name", MappingProxyType(index))
+        object.__setattr__(self, "_sorted_names", tuple(sorted(index)))
         object.__setattr__(self, "_api_server", [])
 
     def for_api_server(self) -> VllmCatalog:
@@ -184,7 +187,17 @@ class VllmCatalog:
 
     @property
     def all_names(self) -> tuple[str, ...]:
-        return tuple(sorted(self._by_name))
+        return self._sorted_names
+
+    def names_starting_with(self, prefix: str) -> list[str]:
+        """Option strings that start with `prefix`, sorted (a bisect, not a scan)."""
+        names = self._sorted_names
+        found = []
+        for i in range(bisect_left(names, prefix), len(names)):
+            if not names[i].startswith(prefix):
+                break
+            found.append(names[i])
+        return found
 
     def _normalise(self, key: str) -> str:
         """FlexibleArgumentParser's `_` -> `-` rewrite of a `--key`."""
@@ -202,7 +215,7 @@ class VllmCatalog:
         if spec is not None:
             return spec, key, "exact"
         if self.parser.allow_abbrev and key.startswith("--") and len(key) > 2:
-            hits = {n: s for n, s in self._by_name.items() if n.startswith(key)}
+            hits = {n: self._by_name[n] for n in self.names_starting_with(key)}
             specs = {id(s): s for s in hits.values()}
             if len(specs) == 1:
                 return next(iter(specs.values())), min(hits), "abbreviation"

@@ -289,7 +289,7 @@ class _Parser:
             )
             return
         if key.startswith("--") and self.catalog.parser.allow_abbrev:
-            hits = sorted({n for n in self.catalog.all_names if n.startswith(key)})
+            hits = self.catalog.names_starting_with(key)
             if len(hits) > 1:
                 self._problem(
                     ArgProblemKind.AMBIGUOUS_FLAG,
