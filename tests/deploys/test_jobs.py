@@ -476,8 +476,26 @@ def test_project_q_cluster_settings_pass_the_check() -> None:
         ({"timeout": 3600, "retry": 60}, "deploys.E002"),
         ({"retry": 60}, "deploys.E001"),
         ({"timeout": 300, "retry": 400}, "deploys.W001"),
+        # the default profile's job with its rollback (~6,800 s) does not fit in an hour
+        ({"timeout": 3600, "retry": 3700}, "deploys.W002"),
     ],
 )
 def test_q_cluster_check_refuses_retry_not_above_timeout(conf: dict, error_id: str) -> None:
     with override_settings(Q_CLUSTER=conf):
         assert [m.id for m in check_q_cluster()] == [error_id]
+
+
+@pytest.mark.testhost
+def test_a_job_that_could_outlive_the_worker_timeout_is_refused_before_the_host(
+    testhost: TestHost, site: Host, pair: Any
+) -> None:
+    """The default waits (a 45 min load, twice with the rollback) against a 1 h Q_TIMEOUT:
+    django-q2 would kill the worker half-way through; the job refuses to start."""
+    request = approved_request(site, *pair, name=unique("budget"))
+    with override_settings(Q_CLUSTER={"timeout": 3600, "retry": 3700}):
+        assert runner.run_deploy(request.pk) == "failed"
+    request.refresh_from_db()
+    assert request.status_reason.startswith("this job may take up to 6,810 s")
+    assert "Q_TIMEOUT=3600" in request.status_reason
+    assert "nothing was done on the host" in request.status_reason
+    assert {s for _, s in step_rows(request)} == {"skipped"}

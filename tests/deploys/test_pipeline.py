@@ -28,6 +28,7 @@ from deploys import selectors
 from deploys.jobs import benchmark as bench_hook
 from deploys.jobs import queue, runner
 from deploys.jobs.lease import lease_seconds, wait_seconds
+from deploys.jobs.steps import StepResult
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
 from deploys.services.deploy_requests import (
     RequestNotPending,
@@ -544,3 +545,38 @@ def test_a_job_whose_worker_died_before_touching_the_host_runs_again_on_redelive
     )
     resumed = AuditEvent.objects.filter(kind="deploy.started", object_id=str(request.pk))
     assert "resumed" in resumed.order_by("-id").first().payload
+
+
+def test_a_regressed_benchmark_puts_the_previous_unit_back(
+    gpuhost: TestHost, site: Host, pair: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The benchmark hook's contract (deploys/jobs/benchmark.py): "regressed" asks for a
+    rollback, which the runner does when the profile allows it."""
+    first = deploy(site, pair, double_profile())
+    monkeypatch.setattr(
+        bench_hook,
+        "_implementation",
+        lambda ctx: StepResult.regressed("14.8% slower than the baseline", output_tok_s=61.2),
+    )
+    second = run(new_version(first, pair, environment={"V": "2"}))
+    assert second.status == "rolled_back", second.status_reason
+    assert second.status_reason.startswith("benchmark: 14.8% slower than the baseline")
+    assert step(second, "benchmark").result["output_tok_s"] == 61.2
+    assert gpuhost.read_file(f"{UNIT_DIR}/{first.unit_name}.service") == first.unit_text
+    assert unit_state(gpuhost, first)["ActiveState"] == "active"
+
+
+def test_a_new_unit_that_fails_to_start_is_removed_again(
+    gpuhost: TestHost, site: Host, pair: Any
+) -> None:
+    """Nothing to go back to: the rollback stops and removes the unit it had added."""
+    data = double_profile(environment=OLD_VLLM, vllm_executable=wrapped_vllm(gpuhost), **SUFFIX)
+    request = deploy(site, pair, data)
+    assert request.status == "rolled_back", request.status_reason
+    assert [(n, s) for n, s in steps(request, "rollback")][:2] == [
+        ("restore", "succeeded"),
+        ("stop", "skipped"),
+    ]
+    assert gpuhost.nsenter(["test", "-e", f"{UNIT_DIR}/{request.unit_name}.service"]).returncode
+    assert "not known to systemd; no unit file" in request.host_state
+    assert AuditEvent.objects.filter(kind="unit.removed").exists()

@@ -289,3 +289,32 @@ def test_lint_findings_on_speculative_config_map_to_their_field(monkeypatch) -> 
     assert _spec_field("prompt_lookup_min=5 is larger than …") == "spec_prompt_lookup_min"
     assert _spec_field("num_speculative_tokens must be > 0") == "spec_num_tokens"
     assert _spec_field("method 'x' is not accepted") == "spec_method"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("deploy_ready_timeout_sec", 5, "The readiness wait must be 10 to 14400 seconds."),
+        ("deploy_ready_timeout_sec", 20000, "The readiness wait must be 10 to 14400 seconds."),
+        ("deploy_journal_check_sec", 0, "The journal check must watch 1 to 600 seconds."),
+        ("deploy_gpu_clean_sec", 5000, "The GPU-clean wait must be 1 to 1800 seconds."),
+        ("deploy_kill_grace_sec", 601, "The kill grace period must be 0 to 600 seconds."),
+        ("deploy_ready_timeout_sec", None, "This field is required."),
+    ],
+)
+def test_the_deploy_job_waits_are_bounded(field: str, value: Any, expected: str) -> None:
+    """Bounded so that a job and its rollback fit the worker's time limit
+    (deploys.jobs.checks); the defaults are a 45-minute load and a 15-second journal check."""
+    assert errors_for(**{field: value}).get(field) == [expected]
+
+
+def test_versions_saved_before_the_deploy_job_settings_get_the_defaults() -> None:
+    from deploys.jobs.policy import PipelinePolicy
+
+    policy = PipelinePolicy.from_profile_data({"timeout_stop_sec": 120})
+    assert (policy.journal_check_s, policy.ready_timeout_s, policy.rollback) == (15, 2700, True)
+    assert (policy.clean.grace_s, policy.clean.kill_foreign, policy.clean.threshold_mib) == (
+        10,
+        False,
+        1024,
+    )
