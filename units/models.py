@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from units.gpu_free import DEFAULT_THRESHOLD_MIB
 from units.names import validate_unit_name
 
 RESTART_CHOICES = [
@@ -97,7 +98,7 @@ class ServiceProfile(models.Model):
         default=True, help_text="Before start, wait until every GPU is free"
     )
     gpu_free_wait_sec = models.PositiveIntegerField(default=120)
-    gpu_free_threshold_mib = models.PositiveIntegerField(default=1024)
+    gpu_free_threshold_mib = models.PositiveIntegerField(default=DEFAULT_THRESHOLD_MIB)
     # how specadmin's deploy job restarts it (deploys/jobs: GPU-clean stop, journal check,
     # readiness, rollback); the GPU-clean step uses gpu_free_threshold_mib above
     deploy_gpu_clean_sec = models.PositiveIntegerField(

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.template.loader import get_template
 
+from units.gpu_free import BASH_MEMORY_FREE
 from units.profile_data import normalize_profile_data
 from units.speculative import spec_config
 from units.templatetags.unitfile import spec_json
@@ -112,8 +113,9 @@ def gpu_wait_script(data: dict[str, Any]) -> str | None:
 
     What the seed's loop got wrong, fixed: it is bounded (`seq` iterations × `sleep`
     ≤ gpu_free_wait_sec, which validation keeps inside TimeoutStartSec=, fact 6); it looks
-    at every GPU (no `-i`, facts "Operational"); it requires both memory.used ≤ threshold
-    on each GPU and no compute processes; a failing nvidia-smi counts as busy; on timeout it
+    at every GPU (no `-i`, facts "Operational"); it requires what `units.gpu_free` calls
+    free (memory.used ≤ threshold on each GPU, no compute processes; the deploy job's
+    GPU-clean step judges the same way); a failing nvidia-smi counts as busy; on timeout it
     says why, prints the GPU state and exits 1 so systemd does not start vLLM. Every `$`
     reaches bash because `exec_word` writes it as `$$` (fact 5)."""
     if not data["gpu_free_wait"]:
@@ -125,7 +127,8 @@ def gpu_wait_script(data: dict[str, Any]) -> str | None:
         "used=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits) && "
         "apps=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader) && "
         '[ -z "$apps" ] && busy=0 && '
-        f'for mib in $used; do [ "$mib" -le {limit} ] 2>/dev/null || busy=1; done && '
+        f"for mib in $used; do {BASH_MEMORY_FREE.format(threshold=limit)} 2>/dev/null "
+        "|| busy=1; done && "
         '[ "$busy" = 0 ] && exit 0; '
         f"sleep {interval}; done; "
         f'echo "GPUs not free after {tries * interval} s (memory.used above {limit} MiB '

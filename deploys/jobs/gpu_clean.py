@@ -18,8 +18,9 @@ over SSH: `Transport.gpu_status`), every compute process is attributed, and:
   last process went away. Waits are event-driven: a host-side loop returns as soon as the
   PIDs are gone, then the GPUs are re-read at once and every 0.1–0.5 s; never a fixed sleep.
 
-Stdlib and `deploys.transports.base` only: `benchmarks/gpu_clean_real.py` runs these very
-functions on real GPUs without Django (docs/architecture.md, "The restart pipeline").
+Stdlib, `deploys.transports.base` and `units.gpu_free` only: `benchmarks/gpu_clean_real.py`
+runs these very functions on real GPUs without Django (docs/architecture.md, "The restart
+pipeline").
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ from deploys.jobs.processes import (
     wait_gone,
 )
 from deploys.transports.base import GpuInfo, Transport
+from units.gpu_free import DEFAULT_THRESHOLD_MIB, gpu_is_free
 
-DEFAULT_THRESHOLD_MIB = 1000
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_GRACE_S = 10.0
 KILL_WAIT_S = 10.0  # SIGKILL → gone: the kernel only needs to tear the process down
@@ -245,13 +246,16 @@ def holders(
 
 
 def dirty_gpus(needed: Sequence[GpuInfo], threshold_mib: int) -> list[str]:
-    """Why each needed GPU is not clean (empty: all clean)."""
+    """Why each needed GPU is not clean (empty: all clean). Clean is `units.gpu_free`'s
+    "free", the same test the unit's own ExecStartPre= wait makes."""
     problems = []
     for g in sorted(needed, key=lambda g: g.index):
+        if gpu_is_free(g.memory_used_mib, len(g.processes), threshold_mib):
+            continue
         if g.processes:
             pids = ", ".join(str(p.pid) for p in g.processes)
             problems.append(f"GPU {g.index}: compute process {pids}")
-        elif g.memory_used_mib > threshold_mib:
+        else:
             problems.append(
                 f"GPU {g.index}: {g.memory_used_mib:,} MiB used (threshold {threshold_mib:,} "
                 "MiB) with no compute process listed"

@@ -163,7 +163,7 @@ def test_gpu_wait_checks_all_gpus_memory_and_processes() -> None:
     assert pre.argv[:2] == ("/bin/bash", "-c")
     script = pre.argv[2]
     assert " -i " not in script and "--id" not in script
-    assert "--query-gpu=memory.used" in script and "-le 1024" in script
+    assert "--query-gpu=memory.used" in script and "-le 1000" in script
     assert "--query-compute-apps=pid" in script
     assert "seq 1 60" in script and "sleep 5" in script  # 60 × 5 s = the 300 s setting
     assert script.endswith("exit 1") and "GPUs not free after 300 s" in script

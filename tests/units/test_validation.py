@@ -316,5 +316,5 @@ def test_versions_saved_before_the_deploy_job_settings_get_the_defaults() -> Non
     assert (policy.clean.grace_s, policy.clean.kill_foreign, policy.clean.threshold_mib) == (
         10,
         False,
-        1024,
+        1000,
     )

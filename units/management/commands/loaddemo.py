@@ -20,6 +20,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from units.gpu_free import DEFAULT_THRESHOLD_MIB
 from units.models import ServiceProfile
 from units.roles import APPROVER, ensure_roles
 from units.services import profile_clone, profile_create, profile_update
@@ -58,7 +59,7 @@ BASELINE: dict[str, Any] = {
     "timeout_stop_sec": 120,
     "gpu_free_wait": True,
     "gpu_free_wait_sec": 300,
-    "gpu_free_threshold_mib": 1024,
+    "gpu_free_threshold_mib": DEFAULT_THRESHOLD_MIB,
     "target_vllm_version": "0.16.0",
     "target_systemd_version": 252,
 }
