@@ -18,10 +18,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
+from deploys.jobs import steps
 from deploys.models import DeployRequest, Host, JobStep
+from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
 from deploys.transports.ssh import HostKeyInfo, fingerprint_sha256, parse_pinned_key
 from tests.testhost.host import TestHost
 from tests.units.factories import baseline
+from units.services import profile_create
 
 UNIT_DIR = "/etc/systemd/system"
 # What the fake host has as the profile's unit before any request (`on_host`).
@@ -125,9 +128,6 @@ def approved_request(
 ) -> DeployRequest:
     """A new profile (`data`, or the baseline with `profile` changes), a request for it on
     `host` (its live unit read now), approved."""
-    from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
-    from units.services import profile_create
-
     if data is None:
         data = baseline(name=name or unique("job"), **profile)
     created = profile_create(data=data, created_by=None)
@@ -206,8 +206,6 @@ def gpu_pids(host: TestHost) -> set[int]:
 def push_only() -> tuple[tuple[str, Any], ...]:
     """The first steps of a deploy (preflight, push, daemon-reload), for tests about
     claiming, locking and pushing; the restart that follows is test_pipeline.py's."""
-    from deploys.jobs import steps
-
     return (
         ("preflight", steps.preflight),
         ("push", steps.push),

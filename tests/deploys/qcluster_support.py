@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+import redis
 
 from tests.testhost.host import TestHost
 
@@ -127,9 +129,6 @@ def sqlite_orm(tmp_path: Path) -> Iterator[Setup]:
 
 @pytest.fixture
 def postgres_redis(tmp_path: Path) -> Iterator[Setup]:
-    import psycopg
-    import redis
-
     # One Redis database for this test at a time on this machine (xdist, parallel runs).
     lock_file = open("/tmp/specadmin-qcluster-redis.lock", "w")  # noqa: SIM115
     fcntl.flock(lock_file, fcntl.LOCK_EX)

@@ -24,6 +24,7 @@ from deploys.selectors import host_probe_executables
 from deploys.services import deploy_requests, hosts
 from deploys.transports import HostKeyMismatch, push_unit
 from deploys.transports.push import BACKUP_SUFFIX
+from deploys.transports.ssh import fingerprint_sha256, parse_pinned_key
 from tests.deploys.helpers import UNIT_DIR, Enqueued, People
 from tests.testhost.host import TestHost
 from tests.units.factories import baseline
@@ -175,6 +176,4 @@ def test_unreachable_host_is_a_clear_error(people: People) -> None:
 
 
 def _fingerprint(key_line: str) -> str:
-    from deploys.transports.ssh import fingerprint_sha256, parse_pinned_key
-
     return fingerprint_sha256(parse_pinned_key(key_line))

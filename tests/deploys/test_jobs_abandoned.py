@@ -10,8 +10,10 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from audit.models import AuditEvent
+from deploys.jobs import runner
 from deploys.jobs.lease import lease_seconds, wait_seconds
 from deploys.jobs.runner import fail_abandoned_deploys
+from deploys.jobs.steps import DeployContext, StepResult
 from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host
 from tests.units.factories import baseline
@@ -86,9 +88,6 @@ def test_a_job_interrupted_as_abandoned_keeps_that_status_when_its_worker_finish
 ) -> None:
     """A stalled worker whose job the sweeper already marked interrupted must not end it
     again: the request stays interrupted and the history gets no contradicting event."""
-    from deploys.jobs import runner
-    from deploys.jobs.steps import DeployContext, StepResult
-
     request = running_request(started_ago=0, host=host)
     DeployRequest.objects.filter(pk=request.pk).update(status=DeployRequest.Status.APPROVED)
 

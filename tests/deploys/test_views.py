@@ -19,6 +19,7 @@ from deploys.transports.ssh import HostKeyInfo
 from tests.deploys.helpers import Enqueued, FakeHosts, People, fake_host_key
 from tests.units.factories import baseline
 from units.models import ProfileVersion
+from units.services import profile_create
 
 Status = DeployRequest.Status
 
@@ -256,8 +257,6 @@ def test_new_request_with_a_bad_unit_name_shows_the_error(
 
 
 def test_warnings_need_the_checkbox(people: People, host: Host, on_host: FakeHosts) -> None:
-    from units.services import profile_create
-
     short = profile_create(
         data=baseline(name="vllm-short", timeout_stop_sec=5), created_by=people.olga
     ).versions.get()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
+import hypothesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -161,8 +162,6 @@ def generate(count: int = COUNT) -> list[dict[str, object]]:
 
 
 def render(cases: list[dict[str, object]]) -> str:
-    import hypothesis
-
     doc = {
         "_generated_by": "tests/differential/generator.py "
         f"(hypothesis {hypothesis.__version__}, derandomize=True)",

@@ -58,7 +58,7 @@ def _gpus_available() -> str | None:
         return "needs PyTorch and nvidia-ml-py"
     if not shutil.which("nvidia-smi"):
         return "needs nvidia-smi"
-    import pynvml
+    import pynvml  # noqa: PLC0415 (optional: only GPU machines have NVML)
 
     try:
         pynvml.nvmlInit()

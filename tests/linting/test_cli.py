@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import linting.cli
 from linting.cli import run
+from linting.engine import _active
+from linting.options import LintOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,8 +44,6 @@ def lint(*argv: str, stdin: str | None = None, cwd: Path | None = None) -> tuple
         sys.stdin = io.StringIO(stdin)
     try:
         if cwd is not None:
-            import os
-
             old = os.getcwd()
             os.chdir(cwd)
             try:
@@ -187,9 +189,6 @@ def test_select_and_ignore(units: Path) -> None:
     ],
 )
 def test_shellcheck_runs_when_some_sc_code_is_selected(select, ignore, shellcheck_runs) -> None:
-    from linting.engine import _active
-    from linting.options import LintOptions
-
     assert _active("SC", LintOptions(select=select, ignore=ignore)) is shellcheck_runs
 
 
@@ -274,8 +273,6 @@ def test_python_m_linting_runs_without_django(units: Path) -> None:
 def test_internal_error_exits_two_with_one_line_not_a_traceback(
     units: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import linting.cli
-
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 

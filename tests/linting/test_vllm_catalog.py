@@ -7,6 +7,7 @@ generator or vLLM changed, and must be looked at, not silently accepted.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import io
 import json
@@ -321,7 +322,6 @@ def test_generator_type_evaluation() -> None:
     )
     index = gen.ModuleIndex(zf)
     types = gen.TypeEvaluator(index)
-    import ast
 
     # runtime semantics: TYPE_CHECKING is False, so Q is Any
     assert types.eval(ast.parse("Q", mode="eval").body, "vllm.config").kind == "any"

@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -27,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .install import install_doubles as _install
 
 BASE_PARENT = Path("/var/tmp")
 BASE_PREFIX = "specadmin-testhost."
@@ -156,8 +159,6 @@ class TestHost:
         check: bool = False,
     ) -> subprocess.CompletedProcess[str]:
         """Run argv on the host via the ssh CLI; a list is quoted with shlex at this boundary."""
-        import shlex
-
         remote = argv if isinstance(argv, str) else shlex.join(argv)
         return _run(
             ["ssh", *self.ssh_options(), f"{self.user}@{self.host}", "--", remote],
@@ -605,8 +606,6 @@ def _prepare(
         python = str(prefix / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}")
         argv.append(f"--bind-ro={prefix}")
     if install_doubles:
-        from .install import install_doubles as _install
-
         argv += _install(root, python=python, gpu_count=gpu_count, config=double_config, name=name)
     argv += list(nspawn_args)
 

@@ -12,6 +12,7 @@ names, served names, environment values and extra arguments.
 from __future__ import annotations
 
 import atexit
+import re
 import shutil
 import subprocess
 import tempfile
@@ -251,6 +252,4 @@ def test_every_valid_profile_renders_to_a_clean_unit_systemd_loads(tmp_path: Pat
 
 
 def _unit_numbers(output: str) -> list[str]:
-    import re
-
     return re.findall(r"prop-(\d{3})\.service", output)

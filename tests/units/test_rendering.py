@@ -14,6 +14,7 @@ from tests.units.factories import baseline, ngram
 from units.linting import lint_profile, lint_profile_data
 from units.rendering import gpu_wait_iterations, line_fields, profile_argv, render_unit
 from units.templatetags.unitfile import env_assignment, exec_word, spec_json, unit_value
+from units.validation import clean_profile_data
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -226,9 +227,6 @@ def test_extra_arguments_put_each_option_on_its_own_line() -> None:
 def test_default_description_never_ends_in_a_backslash() -> None:
     """A model path ending in `\\` must not turn Description= into a continuation line
     (found by the property test)."""
-    from units.rendering import render_unit
-    from units.validation import clean_profile_data
-
     data = clean_profile_data(
         baseline(model="/models/odd\\", description="", served_model_names=[])
     )

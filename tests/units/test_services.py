@@ -8,6 +8,8 @@ import hashlib
 import pytest
 from django.core.exceptions import ValidationError
 
+import units.services
+from audit.models import AuditEvent
 from tests.units.factories import NGRAM_CHANGES, baseline
 from units.models import ProfileVersion, ServiceProfile
 from units.profile_data import profile_data
@@ -73,8 +75,6 @@ def test_duplicate_name_is_refused(alice) -> None:  # type: ignore[no-untyped-de
 def test_a_name_taken_by_a_concurrent_create_is_refused_at_the_name(alice, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Both creates pass the existence check before either commits (PostgreSQL, READ
     COMMITTED); the unique index then refuses the second: a message, not a 500."""
-    import units.services
-
     profile_create(data=baseline(), created_by=alice)
     monkeypatch.setattr(units.services, "_check_name_free", lambda name: None)
     for attempt in (
@@ -239,7 +239,6 @@ def test_profile_list_filters(alice) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_every_change_is_audited_and_failed_or_no_op_saves_are_not(alice, bob) -> None:  # type: ignore[no-untyped-def]
-    from audit.models import AuditEvent
 
     def events() -> list[tuple[str, str, str, dict]]:
         return [

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
+from deploys.jobs.policy import PipelinePolicy
 from tests.units.factories import baseline, ngram
+from units.linting import _spec_field
 from units.speculative import method_shape, spec_methods
 from units.validation import field_choices, validate_profile_data
 
@@ -284,7 +286,6 @@ def test_mtp_and_suffix_take_only_tokens() -> None:
 
 
 def test_lint_findings_on_speculative_config_map_to_their_field(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from units.linting import _spec_field
 
     assert _spec_field("prompt_lookup_min=5 is larger than …") == "spec_prompt_lookup_min"
     assert _spec_field("num_speculative_tokens must be > 0") == "spec_num_tokens"
@@ -309,8 +310,6 @@ def test_the_deploy_job_waits_are_bounded(field: str, value: Any, expected: str)
 
 
 def test_versions_saved_before_the_deploy_job_settings_get_the_defaults() -> None:
-    from deploys.jobs.policy import PipelinePolicy
-
     policy = PipelinePolicy.from_profile_data({"timeout_stop_sec": 120})
     assert (policy.journal_check_s, policy.ready_timeout_s, policy.rollback) == (15, 2700, True)
     assert (policy.clean.grace_s, policy.clean.kill_foreign, policy.clean.threshold_mib) == (

@@ -3,6 +3,7 @@ the live preview (findings, never saves) and field messages in the user's terms.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -10,7 +11,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
+from deploys.models import DeployRequest, Host
 from tests.units.factories import baseline, ngram
 from units.field_texts import LABELS
 from units.forms import initial_from_data
@@ -523,13 +526,6 @@ def test_admin_lists_profiles_and_versions_read_only(kimi: ServiceProfile) -> No
 
 def test_list_filters_by_the_host_a_profile_was_deployed_to(client, alice) -> None:  # type: ignore[no-untyped-def]
     """Issue 4's host filter: profiles with a successful deploy to that host."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from deploys.models import DeployRequest, Host
-    from tests.units.factories import baseline
-    from units.services import profile_create
 
     deployed = profile_create(data=baseline(name="on-gpu-a"), created_by=alice)
     pending = profile_create(data=baseline(name="pending-gpu-a"), created_by=alice)
