@@ -60,6 +60,8 @@ from deploys.jobs.gpu_clean import (  # noqa: E402  (after the path insert)
 from deploys.jobs.processes import descendants, process_table, read_processes  # noqa: E402
 from deploys.transports.base import GpuInfo, Transport  # noqa: E402
 from deploys.transports.local import LocalTransport  # noqa: E402
+from tests.doubles import gpu_state  # noqa: E402
+from tests.doubles.nvml_double import NvmlDouble  # noqa: E402
 
 SEED_SLEEPS = (5, 3, 2)  # the seed deployment's fixed waits after a stop
 NOBODY = 65534
@@ -432,9 +434,6 @@ def nccl_group(run: Run) -> None:
 @contextlib.contextmanager
 def double_environment(gpus: int) -> Iterator[tuple[dict[str, str], Any]]:
     """The repository's GPU doubles: a temp state dir, nvidia-smi on PATH, NVML double."""
-    from tests.doubles import gpu_state
-    from tests.doubles.nvml_double import NvmlDouble
-
     with tempfile.TemporaryDirectory(prefix="gpu-clean-real-") as tmp:
         config = Path(tmp) / "config.json"
         config.write_text(json.dumps({"gpu_count": gpus, "state_dir": f"{tmp}/state"}))
@@ -476,7 +475,7 @@ def reap_orphans() -> None:
 def gpu_count(mode: str, requested: int) -> int:
     if mode == "double":
         return requested
-    import pynvml
+    import pynvml  # noqa: PLC0415 (optional: the --double mode runs without NVML)
 
     pynvml.nvmlInit()
     try:

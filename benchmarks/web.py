@@ -22,7 +22,7 @@ Only loopback; every loop is bounded.
 from __future__ import annotations
 
 import argparse
-import hashlib
+import html as html_module
 import http.cookiejar
 import os
 import re
@@ -41,6 +41,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import django
+import psycopg
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -58,8 +61,6 @@ def free_port() -> int:
 @contextmanager
 def postgres_database(url: str):
     """A fresh database on the server at `url`, dropped afterwards."""
-    import psycopg
-
     name = f"specadmin_bench_{os.getpid()}"
     parsed = urllib.parse.urlsplit(url)
     with psycopg.connect(url, autocommit=True) as conn:
@@ -69,84 +70,6 @@ def postgres_database(url: str):
     finally:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def populate(n_profiles: int, versions_per_profile: int) -> None:
-    """Migrate and fill the database named by the environment (runs in this process)."""
-    import django
-
-    django.setup()
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-    from django.db import transaction
-
-    from linting.vllm.catalog import available_versions
-    from units.management.commands.loaddemo import BASELINE
-    from units.models import PROFILE_FIELDS, ProfileVersion, ServiceProfile
-    from units.profile_data import model_values, normalize_profile_data
-    from units.rendering import render_unit
-    from units.roles import OPERATOR, ensure_roles
-    from units.speculative import spec_methods
-
-    call_command("migrate", verbosity=0)
-    user = get_user_model().objects.create_user(USERNAME, password=PASSWORD)
-    user.groups.add(ensure_roles()[OPERATOR])
-    vllm_versions = available_versions()
-    families = ["Qwen3-32B", "Llama-3.3-70B", "Kimi-K2.5-INT4", "DeepSeek-V3", "Mistral-Large"]
-    started = time.perf_counter()
-    profiles, datas = [], []
-    for i in range(n_profiles):
-        version = vllm_versions[i % len(vllm_versions)]
-        family = families[i % len(families)]
-        data = dict(BASELINE)
-        data.update(
-            name=f"vllm-{family.lower()}-{i:05d}",
-            description=f"{family} service #{i} (team {i % 37})",
-            model=f"/models/{family}-{i % 250}",
-            served_model_names=[f"{family.lower()}-{i}"],
-            port=8000 + i % 1000,
-            target_vllm_version=version,
-        )
-        method = ["", "ngram", "eagle3", "suffix"][i % 4]
-        if method == "ngram":
-            data.update(spec_method="ngram", spec_num_tokens=5, spec_prompt_lookup_max=4)
-        elif method == "eagle3" or (method == "suffix" and "suffix" not in spec_methods(version)):
-            data.update(
-                spec_method="eagle3", spec_draft_model=f"/models/eagle3-{i % 20}", spec_num_tokens=3
-            )
-        elif method == "suffix":
-            data.update(spec_method="suffix", spec_num_tokens=8)
-        data = normalize_profile_data(data)
-        datas.append(data)
-        profiles.append(ServiceProfile(**model_values(data), archived=(i % 50 == 49)))
-    with transaction.atomic():
-        ServiceProfile.objects.bulk_create(profiles, batch_size=500)
-        by_name = dict(ServiceProfile.objects.values_list("name", "id"))
-        batch: list[ProfileVersion] = []
-        for data in datas:
-            text = render_unit(data)
-            digest = hashlib.sha256(text.encode()).hexdigest()
-            for number in range(1, versions_per_profile + 1):
-                batch.append(
-                    ProfileVersion(
-                        profile_id=by_name[data["name"]],
-                        number=number,
-                        data=data,
-                        unit_text=text,
-                        unit_sha256=digest,
-                        changed_fields=list(PROFILE_FIELDS) if number == 1 else ["port"],
-                        comment=f"bench v{number}",
-                        created_by=user,
-                    )
-                )
-            if len(batch) >= 5000:
-                ProfileVersion.objects.bulk_create(batch)
-                batch = []
-        ProfileVersion.objects.bulk_create(batch)
-    print(
-        f"database: {ServiceProfile.objects.count()} profiles, "
-        f"{ProfileVersion.objects.count()} versions ({time.perf_counter() - started:.1f} s)"
-    )
 
 
 class Client:
@@ -254,8 +177,6 @@ def preview_form(client: Client, pk: int) -> dict[str, Any]:
             )
             form[name] = chosen.group(1) if chosen else ""
     form["profile_id"] = str(pk)
-    import html as html_module
-
     return {k: html_module.unescape(v) for k, v in form.items()}
 
 
@@ -293,7 +214,11 @@ def main() -> None:
             }
             os.environ.update(env)
             print(f"backend: {'PostgreSQL' if args.postgres else 'SQLite'} ({tmp})")
-            populate(args.profiles, args.versions)
+            django.setup()
+            # The models need the settings this run just chose, so this import follows setup.
+            from benchmarks.web_data import populate  # noqa: PLC0415 (after django.setup())
+
+            populate(args.profiles, args.versions, username=USERNAME, password=PASSWORD)
             port = free_port()
             proc = subprocess.Popen(
                 [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
