@@ -256,7 +256,7 @@ def test_escaped_engine_core_of_the_old_unit_is_killed_before_the_new_one_starts
         ("SIGKILL", engine, "VLLM::EngineCore"),
     ]
     assert clean.result["kills"][0]["gpus"] == list(range(8))
-    assert "clean: GPUs 0-7 at or below 1,024 MiB" in clean.log
+    assert "clean: GPUs 0-7 at or below 1,000 MiB" in clean.log
     assert engine not in gpu_pids(gpuhost)
     events = AuditEvent.objects.filter(kind="gpu.process_signalled", object_id=str(fixed.pk))
     assert [(e.payload["signal"], e.payload["pid"]) for e in events.order_by("id")] == [
