@@ -273,6 +273,13 @@ def show_probes(run: Run, what: str) -> dict[int, dict[int, int | None]]:
     return nvml
 
 
+def busy_before_the_run(run: Run) -> list[str]:
+    """Compute processes already on the GPUs: every check below counts the processes it
+    started, so an earlier holder (another benchmark, a test's model) would make them lie."""
+    listing = probe_listing(run.transport("nvml").gpu_status())
+    return [f"GPU {gpu}: {pids}" for gpu, pids in sorted(listing.items()) if pids]
+
+
 def clean(run: Run, path: str, identity: ServiceIdentity, **policy: Any) -> tuple[Any, list[str]]:
     log: list[str] = []
     t = run.transport(path)
@@ -518,6 +525,10 @@ def main(argv: list[str] | None = None) -> int:
             f"specadmin gpu_clean_real: mode={mode}, {count} GPU(s), {format_mib(run.mib)} "
             f"per holder, grace {run.grace:g} s"
         )
+        busy = busy_before_the_run(run)
+        if busy:
+            print(f"refused: the GPUs hold compute processes before the run: {busy}")
+            return 2
         try:
             one_gpu(run)
             timing(run)
