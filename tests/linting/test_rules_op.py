@@ -11,7 +11,7 @@ import pytest
 from linting.engine import lint_paths
 from linting.findings import Severity
 from linting.options import LintOptions
-from tests.linting.helpers import lint, where
+from tests.linting.helpers import lint, spanned, where
 
 VLLM = "ExecStart=/opt/vllm/bin/vllm serve /models/m\n"
 GOOD = "[Service]\nType=exec\n" + VLLM + "Restart=on-failure\nTimeoutStopSec=120s\n"
@@ -182,6 +182,19 @@ def test_op406_fixed_sleep_before_start(line):
     assert "waits a fixed time" in f.message
 
 
+@pytest.mark.parametrize(
+    "script", ["pkill -f vllm || true; sleep 30", "fuser -k /dev/nvidia*; sleep 5s"]
+)
+def test_op406_fixed_sleep_after_other_commands_in_a_script(script):
+    (f,) = lint(f"[Service]\n{VLLM}ExecStartPre=/bin/bash -c '{script}'\n", "OP406")
+    assert "waits a fixed time" in f.message
+
+
+def test_op406_sleep_in_a_script_with_a_bounded_loop_is_fine():
+    loop = 'pkill -f vllm; until [ -z "$$(pgrep -f vllm)" ]; do sleep 1; done'
+    assert lint(f"[Service]\n{VLLM}ExecStartPre=/bin/bash -c '{loop}'\n", "OP406") == []
+
+
 def test_op406_sleep_inside_a_check_loop_is_fine():
     assert lint("[Service]\n" + VLLM + LOOP, "OP406") == []
 
@@ -216,6 +229,34 @@ def test_op407_tensor_parallel_size_counts_gpus():
 def test_op407_check_of_all_used_gpus_is_fine():
     text = "[Service]\nEnvironment=CUDA_VISIBLE_DEVICES=0,1,2,3\n" + VLLM + CHECK
     assert lint(text, "OP407") == []
+
+
+# The seed deployment's own cleanup: every GPU queried, then `head -4` kept the first four.
+HEAD = (
+    "ExecStartPre=/bin/bash -c 'nvidia-smi --query-gpu=memory.used --format=csv,noheader,"
+    "nounits | HEAD | sort -n | tail -1'\n"
+)
+EIGHT = "[Service]\nEnvironment=CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7\n" + VLLM
+
+
+@pytest.mark.parametrize("head", ["head -4", "head -n 4", "head -n4", "head --lines=4"])
+def test_op407_gpu_check_that_keeps_the_first_lines_with_head_covers_a_subset(head):
+    text = EIGHT + HEAD.replace("HEAD", head)
+    (f,) = lint(text, "OP407")
+    assert spanned(text, f) == head
+    assert "first 4 GPU(s)" in f.message and "8 GPUs" in f.message
+
+
+def test_op407_head_after_a_csv_header_counts_one_gpu_fewer():
+    text = EIGHT + HEAD.replace("noheader,", "").replace("HEAD", "head -5")
+    (f,) = lint(text, "OP407")
+    assert "first 4 GPU(s)" in f.message
+
+
+def test_op407_head_that_keeps_every_used_gpu_and_head_of_processes_are_fine():
+    assert lint(EIGHT + HEAD.replace("HEAD", "head -8"), "OP407") == []
+    apps = "nvidia-smi --query-compute-apps=pid --format=csv | head -3"
+    assert lint(EIGHT + f"ExecStartPre=/bin/bash -c '{apps}'\n", "OP407") == []
 
 
 # -- OP408..OP410 (issue 13, issue 8) ----------------------------------------------------

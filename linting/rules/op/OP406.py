@@ -8,6 +8,11 @@ from linting.context import UnitContext
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule
 
+# A `sleep N` statement (at the start of the script or after `;`, `&&`, `||`, a newline)
+# in a script without a loop: a pause of fixed length, not a bounded wait for a condition.
+_SLEEP_STATEMENT = re.compile(r"(?:^|[;&|\n])\s*sleep\s+[0-9.]+[smhd]?\s*(?:$|[;&|\n])")
+_LOOP = re.compile(r"(?:^|[;&|\n(]|\bdo|\bthen)\s*(?:for|while|until)\b")
+
 
 @rule("OP406", Severity.WARNING)
 def fixed_sleep_before_start(ctx: UnitContext) -> Iterator[Hit]:
@@ -15,7 +20,9 @@ def fixed_sleep_before_start(ctx: UnitContext) -> Iterator[Hit]:
     A fixed `sleep` in `ExecStartPre=` instead of a check.
 
     What it does:
-    Reports `ExecStartPre=` commands that only sleep (`/bin/sleep 30`, `bash -c 'sleep 30'`).
+    Reports `ExecStartPre=` commands that only sleep (`/bin/sleep 30`, `bash -c 'sleep 30'`),
+    and shell scripts that sleep a fixed time without a loop around the sleep
+    (`bash -c 'pkill -f vllm; sleep 30'`).
 
     Why is this bad?
     A fixed pause is either too short (the GPUs are not free yet and vLLM fails with
@@ -39,7 +46,10 @@ def fixed_sleep_before_start(ctx: UnitContext) -> Iterator[Hit]:
         is_sleep = cmd.command.path.rsplit("/", 1)[-1] == "sleep"
         found = shell_script(cmd)
         if found is not None:
-            is_sleep = bool(re.fullmatch(r"\s*sleep\s+\S+\s*;?\s*", found[1].value.text))
+            script = found[1].value.text
+            is_sleep = bool(re.fullmatch(r"\s*sleep\s+\S+\s*;?\s*", script)) or (
+                bool(_SLEEP_STATEMENT.search(script)) and not _LOOP.search(script)
+            )
         if not is_sleep:
             continue
         yield Hit(

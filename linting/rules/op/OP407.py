@@ -11,6 +11,15 @@ from linting.rules.registry import rule
 from linting.spans import Traced, join
 
 _GPU_SELECT = re.compile(r"nvidia-smi\b[^|;&\n]*?(?:\s-i\s*|\s--id[= ])([0-9][0-9,\s]*)")
+# A per-GPU listing cut to its first lines in the same pipeline (`nvidia-smi --query-gpu=…
+# | head -4`, filters in between allowed): one line per GPU, after a header line unless
+# the format says `noheader` (nvidia-smi --help-query-gpu, "--format=csv,noheader").
+_GPU_HEAD = re.compile(
+    r"nvidia-smi\b(?P<opts>[^|;&\n]*)(?:\|[^|;&\n]*?)*?"
+    r"\|\s*(?P<head>head\s+(?:-n\s*|--lines=|-)(?P<n>[0-9]+))\b"
+)
+_QUERY_GPU = re.compile(r"--query-gpu\b")
+_LIST_GPUS = re.compile(r"\s(?:-L|--list-gpus)\b")  # one line per GPU, no header
 
 
 def gpus_in_use(ctx: UnitContext) -> int | None:
@@ -44,10 +53,10 @@ def gpu_check_covers_subset(ctx: UnitContext) -> Iterator[Hit]:
     A GPU check that looks at fewer GPUs than the service uses.
 
     What it does:
-    Finds `nvidia-smi -i LIST` / `--id=LIST` in `ExecStartPre=`, `ExecStartPost=`,
-    `ExecStop=` and `ExecStopPost=` commands (run directly or inside `bash -c` scripts) and
-    compares the number of GPUs in LIST with `CUDA_VISIBLE_DEVICES` (or
-    `--tensor-parallel-size`).
+    Finds `nvidia-smi -i LIST` / `--id=LIST`, and a per-GPU listing cut short with
+    `| head -N`, in `ExecStartPre=`, `ExecStartPost=`, `ExecStop=` and `ExecStopPost=`
+    commands (run directly or inside `bash -c` scripts) and compares the number of GPUs
+    checked with `CUDA_VISIBLE_DEVICES` (or `--tensor-parallel-size`).
 
     Why is this bad?
     The seed deployment's cleanup checked GPUs 0–3 of 8: leftovers on GPUs 4–7 went
@@ -57,13 +66,14 @@ def gpu_check_covers_subset(ctx: UnitContext) -> Iterator[Hit]:
     ```ini
     Environment=CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7
     ExecStartPre=/bin/bash -c 'nvidia-smi -i 0,1,2,3 --query-gpu=memory.used --format=csv,noheader,nounits'
+    ExecStartPre=/bin/bash -c 'nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -4'
     ```
 
     Use instead:
     ```ini
     ExecStartPre=/bin/bash -c 'nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits'
     ```
-    (no `-i`: every GPU is listed).
+    (no `-i` and no `head`: every GPU is listed).
     """
     total = gpus_in_use(ctx)
     if not total:
@@ -83,3 +93,23 @@ def gpu_check_covers_subset(ctx: UnitContext) -> Iterator[Hit]:
                 f"{total} GPUs: leftovers on the others go unnoticed",
                 path=cmd.assignment.path,
             )
+        yield from _head_hits(traced, total, cmd)
+
+
+def _head_hits(traced: Traced, total: int, cmd: Command) -> Iterator[Hit]:
+    """`nvidia-smi --query-gpu=… | head -N` keeping fewer GPU lines than the service uses."""
+    for m in _GPU_HEAD.finditer(traced.text):
+        opts = " " + m.group("opts")
+        listed = bool(_LIST_GPUS.search(opts))
+        if not listed and not _QUERY_GPU.search(opts):
+            continue
+        header = 0 if listed or "noheader" in opts else 1
+        kept = int(m.group("n")) - header
+        if kept >= total:
+            continue
+        yield Hit(
+            traced.span(m.start("head"), m.end("head")),
+            f"this check reads only the first {kept} GPU(s) (`{m.group('head')}`), but the "
+            f"service uses {total} GPUs: leftovers on the others go unnoticed",
+            path=cmd.assignment.path,
+        )
