@@ -8,6 +8,7 @@ and `units.validation` reports them in the user's terms.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -101,36 +102,45 @@ def normalize_profile_data(data: dict[str, Any], *, fill_defaults: bool = True) 
 
 def _normalize(key: str, value: Any) -> Any:
     if key in STRING_FIELDS:
-        if value is None:
-            return ""
-        if isinstance(value, str):
-            value = value.strip() if key not in _NO_STRIP else value.strip(" \t")
-            if key == "gpu_devices":
-                value = ",".join(part.strip() for part in value.split(","))
-        return value
+        return _normalize_text(key, value)
     if key in INT_FIELDS:
-        if isinstance(value, str):
-            text = value.strip()
-            if text == "":
-                return None
-            if is_ascii_digits(text) and len(text) <= MAX_INT_DIGITS:
-                return int(text)
+        return _normalize_int(value)
+    normalizer = _NORMALIZERS.get(key)
+    return normalizer(value) if normalizer else value
+
+
+def _normalize_text(key: str, value: Any) -> Any:
+    """None → ""; surrounding blanks dropped (the description keeps line ends); GPU lists
+    lose the blanks around their commas."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
         return value
-    if key in BOOL_FIELDS:
+    value = value.strip() if key not in _NO_STRIP else value.strip(" \t")
+    if key == "gpu_devices":
+        value = ",".join(part.strip() for part in value.split(","))
+    return value
+
+
+def _normalize_int(value: Any) -> Any:
+    """Digit strings of sane length become ints, blank becomes None; the rest stays."""
+    if not isinstance(value, str):
         return value
-    if key == "gpu_memory_utilization":
-        return _decimal_text(value)
-    if key == "served_model_names":
-        if isinstance(value, str):
-            parts = value.replace("\n", ",").split(",")
-            return [p.strip() for p in parts if p.strip()]
-        if isinstance(value, list | tuple):
-            return [v.strip() if isinstance(v, str) else v for v in value]
-        return value
-    if key == "extra_args":
-        return list(value) if isinstance(value, tuple) else value
-    if key == "environment":
-        return dict(value) if isinstance(value, dict) else value
+    text = value.strip()
+    if text == "":
+        return None
+    if is_ascii_digits(text) and len(text) <= MAX_INT_DIGITS:
+        return int(text)
+    return value
+
+
+def _normalize_served_names(value: Any) -> Any:
+    """One name per comma or line, blanks dropped; a list keeps its order."""
+    if isinstance(value, str):
+        parts = value.replace("\n", ",").split(",")
+        return [p.strip() for p in parts if p.strip()]
+    if isinstance(value, list | tuple):
+        return [v.strip() if isinstance(v, str) else v for v in value]
     return value
 
 
@@ -166,6 +176,15 @@ def _decimal_text(value: Any) -> Any:
     if number is None:
         return value if isinstance(value, bool) else str(value)
     return format(number.normalize(), "f")
+
+
+# The fields with a shape of their own (BOOL_FIELDS and unknown keys are kept as given).
+_NORMALIZERS: dict[str, Callable[[Any], Any]] = {
+    "gpu_memory_utilization": _decimal_text,
+    "served_model_names": _normalize_served_names,
+    "extra_args": lambda value: list(value) if isinstance(value, tuple) else value,
+    "environment": lambda value: dict(value) if isinstance(value, dict) else value,
+}
 
 
 def profile_data(profile: ServiceProfile) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,14 +50,24 @@ def is_python(executable: str) -> bool:
 
 def exec_start_groups(data: dict[str, Any]) -> list[ArgGroup]:
     """The vLLM command line, grouped by the field each part comes from."""
+    return [*_program_groups(data), *_option_groups(data), *_extra_arg_groups(data["extra_args"])]
+
+
+def _program_groups(data: dict[str, Any]) -> list[ArgGroup]:
+    """The executable and the model: `vllm serve MODEL`, or a python running the API
+    server module with `--model MODEL`."""
     exe = data["vllm_executable"]
-    groups: list[ArgGroup] = []
     if is_python(exe):
-        groups.append(ArgGroup("vllm_executable", (exe, "-m", API_SERVER_MODULE)))
-        groups.append(ArgGroup("model", ("--model", data["model"])))
-    else:
-        groups.append(ArgGroup("vllm_executable", (exe, "serve")))
-        groups.append(ArgGroup("model", (data["model"],)))
+        return [
+            ArgGroup("vllm_executable", (exe, "-m", API_SERVER_MODULE)),
+            ArgGroup("model", ("--model", data["model"])),
+        ]
+    return [ArgGroup("vllm_executable", (exe, "serve")), ArgGroup("model", (data["model"],))]
+
+
+def _option_groups(data: dict[str, Any]) -> list[ArgGroup]:
+    """One group per vLLM option a profile field sets, in a fixed order."""
+    groups: list[ArgGroup] = []
 
     def add(field_name: str, *words: Any) -> None:
         groups.append(ArgGroup(field_name, tuple(str(w) for w in words)))
@@ -70,6 +81,15 @@ def exec_start_groups(data: dict[str, Any]) -> list[ArgGroup]:
         add("enable_expert_parallel", "--enable-expert-parallel")
     if data["trust_remote_code"]:
         add("trust_remote_code", "--trust-remote-code")
+    _add_engine_options(data, add)
+    config = spec_config(data)
+    if config is not None:
+        add("spec_method", "--speculative-config", spec_json(config))
+    return groups
+
+
+def _add_engine_options(data: dict[str, Any], add: Callable[..., None]) -> None:
+    """The optional engine sizing and dtype options, each only when set."""
     if data["max_model_len"]:
         add("max_model_len", "--max-model-len", data["max_model_len"])
     if data["max_num_seqs"] is not None:
@@ -80,13 +100,14 @@ def exec_start_groups(data: dict[str, Any]) -> list[ArgGroup]:
         add("quantization", "--quantization", data["quantization"])
     if data["kv_cache_dtype"]:
         add("kv_cache_dtype", "--kv-cache-dtype", data["kv_cache_dtype"])
-    config = spec_config(data)
-    if config is not None:
-        add("spec_method", "--speculative-config", spec_json(config))
-    # extra arguments: an option starts a new line, its values (a negative number is a
-    # value to argparse) follow it
+
+
+def _extra_arg_groups(extra_args: list[str]) -> list[ArgGroup]:
+    """Extra arguments: an option starts a new line, its values (a negative number is a
+    value to argparse) follow it."""
+    groups: list[ArgGroup] = []
     current: list[str] = []
-    for word in data["extra_args"]:
+    for word in extra_args:
         if word.startswith("-") and not _NEGATIVE_NUMBER.match(word) and current:
             groups.append(ArgGroup("extra_args", tuple(current)))
             current = []

@@ -116,69 +116,121 @@ def validate_spec(data: dict[str, Any], errors: dict[str, list[str]]) -> None:
     method = data.get("spec_method") or ""
     given = [f for f in SPEC_FIELDS if data.get(f) not in (None, "")]
     if not method:
-        for field in given:
-            errors.setdefault(field, []).append(
-                f"The {FIELD_LABELS[field]} is only used with a speculative method; "
-                "choose a method or clear this field."
-            )
+        _refuse_fields_without_method(given, errors)
         return
-    version = data.get("target_vllm_version") or ""
+    shape = _accepted_shape(method, data.get("target_vllm_version") or "", errors)
+    if shape is None:
+        return
+    _check_fields_the_method_takes(method, shape, given, errors)
+    _check_token_count(data, errors)
+    _check_prompt_lookup(data, errors)
+    _check_draft_tensor_parallel(data, shape, errors)
+    _check_draft_model_text(data, shape, errors)
+
+
+def _add(errors: dict[str, list[str]], field: str, message: str) -> None:
+    errors.setdefault(field, []).append(message)
+
+
+def _refuse_fields_without_method(given: list[str], errors: dict[str, list[str]]) -> None:
+    for field in given:
+        _add(
+            errors,
+            field,
+            f"The {FIELD_LABELS[field]} is only used with a speculative method; "
+            "choose a method or clear this field.",
+        )
+
+
+def _accepted_shape(method: str, version: str, errors: dict[str, list[str]]) -> MethodShape | None:
+    """The method's shape when the target version accepts it; else an error and None."""
     accepted = spec_methods(version)
     shape = method_shape(method)
-    if shape is None or (accepted and method not in accepted):
-        where = f"vLLM {version}" if version else "the target vLLM version"
-        hint = f" Choose one of: {', '.join(accepted)}." if accepted else ""
-        what = (
-            "is not a speculative method"
-            if shape is None and method not in _all_known_methods()
-            else f"is not accepted by {where}"
-        )
-        errors.setdefault("spec_method", []).append(f"“{method}” {what}.{hint}")
-        return
+    if shape is not None and (not accepted or method in accepted):
+        return shape
+    where = f"vLLM {version}" if version else "the target vLLM version"
+    hint = f" Choose one of: {', '.join(accepted)}." if accepted else ""
+    what = (
+        "is not a speculative method"
+        if shape is None and method not in _all_known_methods()
+        else f"is not accepted by {where}"
+    )
+    _add(errors, "spec_method", f"“{method}” {what}.{hint}")
+    return None
+
+
+def _check_fields_the_method_takes(
+    method: str, shape: MethodShape, given: list[str], errors: dict[str, list[str]]
+) -> None:
     for field in given:
         if field not in shape.takes:
-            errors.setdefault(field, []).append(
+            _add(
+                errors,
+                field,
                 f"The {method} method does not take a {FIELD_LABELS[field]} "
-                f"({shape.summary}); clear this field."
+                f"({shape.summary}); clear this field.",
             )
     for field in sorted(shape.requires - set(given)):
-        errors.setdefault(field, []).append(
-            f"The {method} method needs a {FIELD_LABELS[field]} ({SPEC_KEYS[field]})."
+        _add(
+            errors,
+            field,
+            f"The {method} method needs a {FIELD_LABELS[field]} ({SPEC_KEYS[field]}).",
         )
+
+
+def _check_token_count(data: dict[str, Any], errors: dict[str, list[str]]) -> None:
     tokens = data.get("spec_num_tokens")
     if isinstance(tokens, int) and tokens < 1:
-        errors.setdefault("spec_num_tokens", []).append(
-            "Speculative tokens must be at least 1 (vLLM refuses 0)."
-        )
+        _add(errors, "spec_num_tokens", "Speculative tokens must be at least 1 (vLLM refuses 0).")
+
+
+def _check_prompt_lookup(data: dict[str, Any], errors: dict[str, list[str]]) -> None:
     lo, hi = data.get("spec_prompt_lookup_min"), data.get("spec_prompt_lookup_max")
     for field, value in (("spec_prompt_lookup_min", lo), ("spec_prompt_lookup_max", hi)):
         if isinstance(value, int) and value < 1:
-            errors.setdefault(field, []).append(
-                f"The {FIELD_LABELS[field]} must be at least 1 (vLLM refuses 0)."
-            )
+            _add(errors, field, f"The {FIELD_LABELS[field]} must be at least 1 (vLLM refuses 0).")
     if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
-        errors.setdefault("spec_prompt_lookup_min", []).append(
-            f"Prompt lookup min ({lo}) is larger than max ({hi}): vLLM refuses to start."
+        _add(
+            errors,
+            "spec_prompt_lookup_min",
+            f"Prompt lookup min ({lo}) is larger than max ({hi}): vLLM refuses to start.",
         )
+
+
+def _check_draft_tensor_parallel(
+    data: dict[str, Any], shape: MethodShape, errors: dict[str, list[str]]
+) -> None:
     draft_tp, tp = data.get("spec_draft_tensor_parallel_size"), data.get("tensor_parallel_size")
-    if isinstance(draft_tp, int) and "spec_draft_tensor_parallel_size" in shape.takes:
-        if draft_tp < 1:
-            errors.setdefault("spec_draft_tensor_parallel_size", []).append(
-                "The draft tensor parallel size must be at least 1."
-            )
-        elif isinstance(tp, int) and draft_tp > tp:
-            errors.setdefault("spec_draft_tensor_parallel_size", []).append(
-                f"The draft model cannot use more GPUs ({draft_tp}) than the target model's "
-                f"tensor parallel size ({tp})."
-            )
+    if not isinstance(draft_tp, int) or "spec_draft_tensor_parallel_size" not in shape.takes:
+        return
+    if draft_tp < 1:
+        _add(
+            errors,
+            "spec_draft_tensor_parallel_size",
+            "The draft tensor parallel size must be at least 1.",
+        )
+    elif isinstance(tp, int) and draft_tp > tp:
+        _add(
+            errors,
+            "spec_draft_tensor_parallel_size",
+            f"The draft model cannot use more GPUs ({draft_tp}) than the target model's "
+            f"tensor parallel size ({tp}).",
+        )
+
+
+def _check_draft_model_text(
+    data: dict[str, Any], shape: MethodShape, errors: dict[str, list[str]]
+) -> None:
     draft = data.get("spec_draft_model")
     if (
         isinstance(draft, str)
         and "spec_draft_model" in shape.takes
         and any(ord(c) < 0x20 or c == "\x7f" for c in draft)
     ):
-        errors.setdefault("spec_draft_model", []).append(
-            "The draft model cannot contain control characters (tabs, newlines)."
+        _add(
+            errors,
+            "spec_draft_model",
+            "The draft model cannot contain control characters (tabs, newlines).",
         )
 
 

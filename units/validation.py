@@ -111,33 +111,53 @@ class _Checker:
     # -- types -------------------------------------------------------------------------
 
     def types(self) -> None:
-        d = self.data
-        for key in d:
+        """Each field holds the Python type its form field produces; nothing unknown."""
+        self.unknown_settings()
+        self.string_types()
+        self.int_types()
+        self.bool_types()
+        self.list_types()
+        self.environment_type()
+        self.hidden_characters()
+
+    def unknown_settings(self) -> None:
+        for key in self.data:
             if key not in PROFILE_FIELDS:
                 self.add("__all__", f"Unknown setting “{key}”.")
+
+    def string_types(self) -> None:
         for key in STRING_FIELDS:
-            if not isinstance(d[key], str):
+            value = self.data[key]
+            if not isinstance(value, str):
                 self.add(key, "Enter text.")
-            elif key in _MAX_LENGTHS and len(d[key]) > _MAX_LENGTHS[key]:
+            elif key in _MAX_LENGTHS and len(value) > _MAX_LENGTHS[key]:
                 self.add(key, f"At most {_MAX_LENGTHS[key]} characters.")
+
+    def int_types(self) -> None:
         for key in INT_FIELDS:
-            value = d[key]
+            value = self.data[key]
             if isinstance(value, str) and is_ascii_digits(value.strip()):
                 self.add(key, f"Enter a whole number (at most {MAX_INT_DIGITS} digits).")
             elif value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 self.add(key, "Enter a whole number.")
+
+    def bool_types(self) -> None:
         for key in BOOL_FIELDS:
-            if not isinstance(d[key], bool):
+            if not isinstance(self.data[key], bool):
                 self.add(key, "Choose yes or no.")
+
+    def list_types(self) -> None:
         for key in ("served_model_names", "extra_args"):
-            if not isinstance(d[key], list) or not all(isinstance(v, str) for v in d[key]):
+            value = self.data[key]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 self.add(key, "Give a list of texts.")
-        env = d["environment"]
+
+    def environment_type(self) -> None:
+        env = self.data["environment"]
         if not isinstance(env, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in env.items()
         ):
             self.add("environment", "Give variables as NAME → value texts.")
-        self.hidden_characters()
 
     def hidden_characters(self) -> None:
         """Line/paragraph separators, bidi and zero-width characters, C1 controls: systemd
