@@ -60,14 +60,8 @@ async def send_streaming(
 ) -> RequestRecord:
     """POST `payload` to `url` and time its stream; never raises for server misbehaviour."""
     record = RequestRecord()
-    clock = time.perf_counter
-    sent = clock()
-    record.start_s = sent - started_at
-    last = sent
-    first = True
-    done = False
-    usage: dict[str, Any] | None = None
-    decoder = SSEDecoder()
+    stream = _StreamTimes(record, sent=time.perf_counter())
+    record.start_s = stream.sent - started_at
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=stall_timeout_s)
     try:
         async with session.post(url, json=payload, headers=headers, timeout=timeout) as resp:
@@ -75,54 +69,79 @@ async def send_streaming(
                 body = (await resp.text(errors="replace"))[:300].strip()
                 record.error = f"HTTP {resp.status} {resp.reason}: {body}"
                 return record
-            async for data in resp.content.iter_any():
-                now = clock()
-                for event in decoder.feed(data):
-                    if isinstance(event, str):  # the only string payload is [DONE]
-                        done = True
-                        continue
-                    if event.get("choices"):
-                        if first:
-                            record.ttft_s = now - sent
-                            first = False
-                        else:
-                            record.itl_s.append(now - last)
-                        last = now
-                    if event_usage := event.get("usage"):
-                        usage = event_usage
-            for event in decoder.close():
-                done = done or event == DONE
+            await stream.read(resp)
     except aiohttp.ClientConnectorError as exc:
         record.error = f"{UNREACHABLE} ({exc.os_error or exc})"
         return record
     except TimeoutError:  # aiohttp raises ServerTimeoutError
         record.error = f"stream stalled: no data for {stall_timeout_s:g} s"
-        return _partial(record, first, last, sent)
+        return stream.partial()
     except MalformedStream as exc:
         record.error = f"malformed SSE: {exc}"
-        return _partial(record, first, last, sent)
+        return stream.partial()
     except aiohttp.ClientError as exc:
         record.error = f"connection lost mid-stream ({type(exc).__name__})"
-        return _partial(record, first, last, sent)
-    _partial(record, first, last, sent)
-    if first:
-        record.error = "no token chunk in the stream"
-    elif not done:
-        record.error = "stream ended without [DONE]"
-    elif usage is None or not isinstance(usage.get("completion_tokens"), int):
-        record.error = (
-            "no usage block in the stream (server ignored stream_options.include_usage): "
-            "output tokens unknown"
-        )
-    else:
-        record.output_tokens = usage["completion_tokens"]
-        record.prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        record.success = True
-    return record
+        return stream.partial()
+    return stream.finish()
 
 
-def _partial(record: RequestRecord, first: bool, last: float, sent: float) -> RequestRecord:
-    """Keep what was measured before the stream broke (E2EL up to its last token chunk)."""
-    if not first:
-        record.latency_s = last - sent
-    return record
+class _StreamTimes:
+    """The clock readings of one stream as its events arrive: TTFT at the first event
+    with `choices`, one ITL gap per later one; whether `[DONE]` and a usage block came."""
+
+    def __init__(self, record: RequestRecord, *, sent: float) -> None:
+        self.record = record
+        self.sent = sent
+        self.last = sent
+        self.first = True
+        self.done = False
+        self.usage: dict[str, Any] | None = None
+        self.decoder = SSEDecoder()
+
+    async def read(self, resp: aiohttp.ClientResponse) -> None:
+        async for data in resp.content.iter_any():
+            now = time.perf_counter()
+            for event in self.decoder.feed(data):
+                self._event(event, now)
+        for event in self.decoder.close():
+            self.done = self.done or event == DONE
+
+    def _event(self, event: str | dict[str, Any], now: float) -> None:
+        if isinstance(event, str):  # the only string payload is [DONE]
+            self.done = True
+            return
+        if event.get("choices"):
+            if self.first:
+                self.record.ttft_s = now - self.sent
+                self.first = False
+            else:
+                self.record.itl_s.append(now - self.last)
+            self.last = now
+        if event_usage := event.get("usage"):
+            self.usage = event_usage
+
+    def partial(self) -> RequestRecord:
+        """Keep what was measured before the stream broke (E2EL up to its last token
+        chunk)."""
+        if not self.first:
+            self.record.latency_s = self.last - self.sent
+        return self.record
+
+    def finish(self) -> RequestRecord:
+        """A whole stream succeeds only with a token chunk, `[DONE]` and the usage block."""
+        record = self.partial()
+        usage = self.usage
+        if self.first:
+            record.error = "no token chunk in the stream"
+        elif not self.done:
+            record.error = "stream ended without [DONE]"
+        elif usage is None or not isinstance(usage.get("completion_tokens"), int):
+            record.error = (
+                "no usage block in the stream (server ignored stream_options.include_usage): "
+                "output tokens unknown"
+            )
+        else:
+            record.output_tokens = usage["completion_tokens"]
+            record.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+            record.success = True
+        return record

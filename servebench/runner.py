@@ -60,6 +60,14 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         self.url = self.url.rstrip("/")
+        problems = [*self._request_problems(), *self._level_problems()]
+        if self.repeats < 1 or self.warmup < 0 or self.stall_timeout_s <= 0:
+            problems.append("repeats ≥ 1, warmup ≥ 0 and stall timeout > 0")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def _request_problems(self) -> list[str]:
+        """What each request is and how many a level sends."""
         problems = []
         if self.endpoint not in ENDPOINTS:
             problems.append(f"endpoint must be one of {', '.join(ENDPOINTS)}")
@@ -71,16 +79,18 @@ class RunSettings:
             problems.append("duration must be positive")
         if self.max_tokens < 1:
             problems.append("max_tokens must be at least 1")
+        return problems
+
+    def _level_problems(self) -> list[str]:
+        """How requests are sent: the concurrency levels and the request rate."""
+        problems = []
         if not self.concurrency or any(c is not None and c < 1 for c in self.concurrency):
             problems.append("concurrency levels must be positive integers")
         if None in self.concurrency and not self.request_rate:
             problems.append("an unlimited concurrency needs a request rate")
         if self.request_rate is not None and self.request_rate <= 0:
             problems.append("request rate must be positive")
-        if self.repeats < 1 or self.warmup < 0 or self.stall_timeout_s <= 0:
-            problems.append("repeats ≥ 1, warmup ≥ 0 and stall timeout > 0")
-        if problems:
-            raise ValueError("; ".join(problems))
+        return problems
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -235,89 +245,119 @@ class _Run:
     async def _level(
         self, prompts: list[Prompt], concurrency: int | None, repeat: int, index: int
     ) -> LevelResult:
-        s = self.s
         before = await self._spec_counters()
-        records: list[RequestRecord] = []
-        start = time.perf_counter()
-        deadline = start + s.duration_s if s.duration_s else None
-        total = s.num_requests
-        next_index = 0
-        rng = random.Random(f"servebench:arrivals:{s.seed}:{repeat}:{index}")
-        arrival = start
-
-        def report() -> None:
-            if self.progress:
-                self.progress(
-                    Progress(
-                        repeat=repeat,
-                        repeats=s.repeats,
-                        level_index=index,
-                        levels=len(s.concurrency),
-                        concurrency=concurrency,
-                        done=len(records),
-                        failed=sum(1 for r in records if not r.success),
-                        total=total,
-                        elapsed_s=time.perf_counter() - start,
-                        duration_s=s.duration_s,
-                    )
-                )
-
-        def take() -> Prompt | None:
-            """The next request's prompt, or None when the level has sent enough."""
-            nonlocal next_index
-            if not self.aborted and self.should_stop is not None and self.should_stop():
-                self.aborted = CANCELLED
-            if self.aborted or (total is not None and next_index >= total):
-                return None
-            if deadline is not None and time.perf_counter() >= deadline:
-                return None
-            prompt = prompts[next_index % len(prompts)]
-            next_index += 1
-            return prompt
-
-        async def send(prompt: Prompt) -> None:
-            record = await self._send(prompt, start)
-            records.append(record)
-            if record.error.startswith(UNREACHABLE) and not self.aborted:
-                self.aborted = (
-                    f"server stopped answering at concurrency {concurrency}: {record.error}"
-                )
-            report()
-
-        if s.request_rate is None:
-
-            async def worker() -> None:
-                while (prompt := take()) is not None:
-                    await send(prompt)
-
-            await asyncio.gather(*(worker() for _ in range(concurrency or 1)))
+        level_run = _LevelRun(self, prompts, concurrency, repeat, index)
+        if self.s.request_rate is None:
+            await level_run.closed_loop()
         else:
-            limit = asyncio.Semaphore(concurrency) if concurrency else None
-            tasks = []
-
-            async def limited(prompt: Prompt) -> None:
-                if limit is None:
-                    await send(prompt)
-                    return
-                async with limit:
-                    await send(prompt)
-
-            while True:
-                arrival += rng.expovariate(s.request_rate)
-                await asyncio.sleep(max(0.0, arrival - time.perf_counter()))
-                prompt = take()
-                if prompt is None:
-                    break
-                tasks.append(asyncio.create_task(limited(prompt)))
-            await asyncio.gather(*tasks)
-        duration = time.perf_counter() - start
+            await level_run.open_loop(self.s.request_rate)
+        duration = time.perf_counter() - level_run.start
         after = await self._spec_counters()
         level = summarize(
-            records,
+            level_run.records,
             duration,
             concurrency=concurrency,
-            request_rate=s.request_rate,
+            request_rate=self.s.request_rate,
             spec_decode=spec_delta(before, after),
         )
         level.repeat = repeat
         return level
+
+
+class _LevelRun:
+    """The requests of one concurrency level: which prompt goes next, when the level has
+    sent enough, and the records of what came back."""
+
+    def __init__(
+        self,
+        run: _Run,
+        prompts: list[Prompt],
+        concurrency: int | None,
+        repeat: int,
+        index: int,
+    ) -> None:
+        self.run = run
+        self.prompts = prompts
+        self.concurrency = concurrency
+        self.repeat = repeat
+        self.index = index
+        self.records: list[RequestRecord] = []
+        self.start = time.perf_counter()
+        duration_s = run.s.duration_s
+        self.deadline = self.start + duration_s if duration_s else None
+        self.next_index = 0
+
+    def report(self) -> None:
+        if not self.run.progress:
+            return
+        s = self.run.s
+        self.run.progress(
+            Progress(
+                repeat=self.repeat,
+                repeats=s.repeats,
+                level_index=self.index,
+                levels=len(s.concurrency),
+                concurrency=self.concurrency,
+                done=len(self.records),
+                failed=sum(1 for r in self.records if not r.success),
+                total=s.num_requests,
+                elapsed_s=time.perf_counter() - self.start,
+                duration_s=s.duration_s,
+            )
+        )
+
+    def take(self) -> Prompt | None:
+        """The next request's prompt, or None when the level has sent enough."""
+        run = self.run
+        if not run.aborted and run.should_stop is not None and run.should_stop():
+            run.aborted = CANCELLED
+        total = run.s.num_requests
+        if run.aborted or (total is not None and self.next_index >= total):
+            return None
+        if self.deadline is not None and time.perf_counter() >= self.deadline:
+            return None
+        prompt = self.prompts[self.next_index % len(self.prompts)]
+        self.next_index += 1
+        return prompt
+
+    async def send(self, prompt: Prompt) -> None:
+        record = await self.run._send(prompt, self.start)
+        self.records.append(record)
+        if record.error.startswith(UNREACHABLE) and not self.run.aborted:
+            self.run.aborted = (
+                f"server stopped answering at concurrency {self.concurrency}: {record.error}"
+            )
+        self.report()
+
+    async def closed_loop(self) -> None:
+        """`concurrency` streams, each sending its next request when its last one ends."""
+
+        async def worker() -> None:
+            while (prompt := self.take()) is not None:
+                await self.send(prompt)
+
+        await asyncio.gather(*(worker() for _ in range(self.concurrency or 1)))
+
+    async def open_loop(self, request_rate: float) -> None:
+        """Sends on a seeded Poisson process, at most `concurrency` in flight."""
+        s = self.run.s
+        rng = random.Random(f"servebench:arrivals:{s.seed}:{self.repeat}:{self.index}")
+        limit = asyncio.Semaphore(self.concurrency) if self.concurrency else None
+        tasks = []
+
+        async def limited(prompt: Prompt) -> None:
+            if limit is None:
+                await self.send(prompt)
+                return
+            async with limit:
+                await self.send(prompt)
+
+        arrival = self.start
+        while True:
+            arrival += rng.expovariate(request_rate)
+            await asyncio.sleep(max(0.0, arrival - time.perf_counter()))
+            prompt = self.take()
+            if prompt is None:
+                break
+            tasks.append(asyncio.create_task(limited(prompt)))
+        await asyncio.gather(*tasks)
