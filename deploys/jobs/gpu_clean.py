@@ -329,23 +329,9 @@ def clean_gpus(
     seen_foreign: set[int] = set()
     gone: set[int] = set()  # signalled and exited; the driver may still list them briefly
     while True:
-        gpus = transport.gpu_status()
-        report.polls += 1
-        report.gpus = gpu_table(gpus)
-        needed = needed_gpus(gpus, service.gpus)
-        needed_idx = {g.index for g in needed}
-        pids = {p.pid for g in gpus for p in g.processes}
-        infos = read_processes(transport, pids) if pids else {}
-        found = holders(gpus, infos, service)
-        ours = [h for h in found if h.ours]
-        blocking = [h for h in found if not h.ours and set(h.gpus) & needed_idx]
-        for h in found:
-            if not h.ours and not set(h.gpus) & needed_idx and h.pid not in seen_foreign:
-                seen_foreign.add(h.pid)
-                note = f"left alone: {h.describe()} on {format_gpus(h.gpus)}, not used here"
-                report.left_alone.append(note)
-                log(note)
-        victims = [h for h in ours + (blocking if policy.kill_foreign else []) if h.pid not in gone]
+        reading = _read_holders(transport, service, report)
+        _note_left_alone(reading, seen_foreign, report, log)
+        victims = [h for h in reading.victims(policy.kill_foreign) if h.pid not in gone]
         if victims:
             problem = _terminate(transport, victims, policy, deadline, report, log, clock)
             if problem:
@@ -353,39 +339,112 @@ def clean_gpus(
                 return report
             gone.update(h.pid for h in victims)
             continue  # read again at once: the memory is usually free already
-        blocking = [h for h in blocking if h.pid not in gone]
+        blocking = [h for h in reading.blocking if h.pid not in gone]
         if blocking:
-            for h in blocking:
-                log(f"not signalled: {h.describe()} on {format_gpus(h.gpus)}: {h.why}")
-            report.reason = "; ".join(
-                f"{format_gpus([g for g in h.gpus if g in needed_idx][:1])} is held by "
-                f"{h.describe()}"
-                for h in blocking
-            ) + (
-                " — not the service's; it is never killed unless the profile allows "
-                "killing other GPU processes"
-            )
+            report.reason = _refuse_blocking(blocking, reading.needed_idx, log)
             return report
-        problems = dirty_gpus(needed, policy.threshold_mib)
+        problems = dirty_gpus(reading.needed, policy.threshold_mib)
         if not problems:
-            report.verified_at = clock()
-            report.clean = True
-            used = ", ".join(f"{g.index}:{g.memory_used_mib}" for g in needed)
-            log(
-                f"clean: {format_gpus([g.index for g in needed]) if needed else 'no GPU'} "
-                f"at or below {policy.threshold_mib:,} MiB with no compute process "
-                f"(MiB used {used or '-'}; {report.polls} reading(s))"
-            )
+            _mark_clean(report, reading.needed, policy.threshold_mib, log, clock)
             return report
         now = clock()
-        if cancelled():
-            report.reason = "cancelled while waiting for the GPUs: " + "; ".join(problems)
-            return report
-        if now >= deadline:
-            report.reason = f"GPUs not clean after {policy.timeout_s:g} s: " + "; ".join(problems)
+        reason = _why_stop_waiting(problems, now >= deadline, policy.timeout_s, cancelled)
+        if reason:
+            report.reason = reason
             return report
         sleep(min(delay, max(0.0, deadline - now)))
         delay = min(delay * 1.5, MAX_POLL_S)
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """One reading of the GPUs: those the service needs and every process on any GPU."""
+
+    needed: list[GpuInfo]
+    needed_idx: set[int]
+    found: list[GpuHolder]
+
+    @property
+    def ours(self) -> list[GpuHolder]:
+        return [h for h in self.found if h.ours]
+
+    @property
+    def blocking(self) -> list[GpuHolder]:
+        """Other processes on a GPU the service needs."""
+        return [h for h in self.found if not h.ours and set(h.gpus) & self.needed_idx]
+
+    @property
+    def elsewhere(self) -> list[GpuHolder]:
+        """Other processes only on GPUs the service does not use."""
+        return [h for h in self.found if not h.ours and not set(h.gpus) & self.needed_idx]
+
+    def victims(self, kill_foreign: bool) -> list[GpuHolder]:
+        return self.ours + (self.blocking if kill_foreign else [])
+
+
+def _read_holders(transport: Transport, service: ServiceIdentity, report: CleanReport) -> _Reading:
+    """Read the GPUs (one poll, kept as the report's last table) and attribute every
+    process on them."""
+    gpus = transport.gpu_status()
+    report.polls += 1
+    report.gpus = gpu_table(gpus)
+    needed = needed_gpus(gpus, service.gpus)
+    pids = {p.pid for g in gpus for p in g.processes}
+    infos = read_processes(transport, pids) if pids else {}
+    return _Reading(needed, {g.index for g in needed}, holders(gpus, infos, service))
+
+
+def _note_left_alone(
+    reading: _Reading, seen_foreign: set[int], report: CleanReport, log: Log
+) -> None:
+    """Log, once per process, another user's GPU process that is not in the way."""
+    for h in reading.elsewhere:
+        if h.pid not in seen_foreign:
+            seen_foreign.add(h.pid)
+            note = f"left alone: {h.describe()} on {format_gpus(h.gpus)}, not used here"
+            report.left_alone.append(note)
+            log(note)
+
+
+def _refuse_blocking(blocking: list[GpuHolder], needed_idx: set[int], log: Log) -> str:
+    """Log each process in the way that may not be signalled; the step's reason."""
+    for h in blocking:
+        log(f"not signalled: {h.describe()} on {format_gpus(h.gpus)}: {h.why}")
+    return "; ".join(
+        f"{format_gpus([g for g in h.gpus if g in needed_idx][:1])} is held by {h.describe()}"
+        for h in blocking
+    ) + (
+        " — not the service's; it is never killed unless the profile allows "
+        "killing other GPU processes"
+    )
+
+
+def _mark_clean(
+    report: CleanReport,
+    needed: list[GpuInfo],
+    threshold_mib: int,
+    log: Log,
+    clock: Callable[[], float],
+) -> None:
+    report.verified_at = clock()
+    report.clean = True
+    used = ", ".join(f"{g.index}:{g.memory_used_mib}" for g in needed)
+    log(
+        f"clean: {format_gpus([g.index for g in needed]) if needed else 'no GPU'} "
+        f"at or below {threshold_mib:,} MiB with no compute process "
+        f"(MiB used {used or '-'}; {report.polls} reading(s))"
+    )
+
+
+def _why_stop_waiting(
+    problems: list[str], past_deadline: bool, timeout_s: float, cancelled: Callable[[], bool]
+) -> str:
+    """Why waiting for dirty GPUs ends now (a cancel, then the deadline); "" to go on."""
+    if cancelled():
+        return "cancelled while waiting for the GPUs: " + "; ".join(problems)
+    if past_deadline:
+        return f"GPUs not clean after {timeout_s:g} s: " + "; ".join(problems)
+    return ""
 
 
 def _terminate(

@@ -192,16 +192,13 @@ def benchmark(ctx: DeployContext) -> StepResult:
 
 
 def _watch(ctx: DeployContext, *, seconds: float, tick: float, ready: bool) -> StepResult:
+    """Each tick: the new journal lines, the unit's state, /health when it is active;
+    the first of fatal line, failed unit, ready, cancel or the window's end decides."""
     deadline = time.monotonic() + seconds
     since_start = ctx.started_at or time.monotonic()
     cursor = ctx.start_cursor
-    stage = "waiting for /health"
     while True:
-        entries = ctx.transport.journal(ctx.unit, since=cursor or None, lines=JOURNAL_BATCH)
-        if entries:
-            cursor = entries[-1].cursor or cursor
-        lines = entry_lines(entries)
-        ctx.journal_lines = (ctx.journal_lines + lines)[-KEEP_JOURNAL_LINES:]
+        lines, cursor = _follow_journal(ctx, cursor)
         elapsed = time.monotonic() - since_start
         fatal = classify(lines)
         if fatal is not None:
@@ -215,42 +212,12 @@ def _watch(ctx: DeployContext, *, seconds: float, tick: float, ready: bool) -> S
         state = _unit_state(ctx.transport, ctx.unit)
         verdict = unit_verdict(state, ctx.restarts_at_start)
         if verdict:
-            ctx.read("unit_state", state)
-            # What it printed on the way out may reach the journal a moment after.
-            late = ctx.transport.journal(ctx.unit, since=cursor or None, lines=JOURNAL_BATCH)
-            ctx.start_cursor = late[-1].cursor if late else cursor
-            ctx.journal_lines = (ctx.journal_lines + entry_lines(late))[-KEEP_JOURNAL_LINES:]
-            fatal = classify(ctx.journal_lines)
-            if fatal is not None:
-                return _start_failed(
-                    ctx,
-                    f"{fatal.summary}; {verdict} ({elapsed:.1f} s after the start)",
-                    list(fatal.lines),
-                    kind=fatal.kind,
-                )
-            return _start_failed(
-                ctx, f"{verdict} ({elapsed:.1f} s after the start)", ctx.journal_lines[-20:]
-            )
+            return _unit_gave_up(ctx, state, verdict, cursor, elapsed)
         ctx.start_cursor = cursor
-        if state.get("ActiveState") == "active" and ctx.service is not None:
-            answer = _readiness_probe(ctx)
-            if answer == "ready":
-                ctx.healthy = True
-                ctx.read("journal_tail", ctx.journal_lines[-20:])
-                message = (
-                    f"{ctx.service.base_url} answers /health and lists "
-                    f"{ctx.service.served_model_name!r} after {elapsed:.1f} s"
-                )
-                ctx.log(message)
-                return StepResult.success(ready_after_s=round(elapsed, 3))
-            stage = answer
-        elif state.get("ActiveState") == "active" and ctx.service is None:
-            ctx.log(f"{ctx.unit} is active (no vLLM server to ask) after {elapsed:.1f} s")
-            return StepResult.success(ready_after_s=round(elapsed, 3))
-        else:
-            stage = f"{ctx.unit} {state.get('ActiveState')}/{state.get('SubState')}"
-        shown = last_progress(ctx.journal_lines) or (ctx.journal_lines or [""])[-1]
-        ctx.progress(f"{elapsed:.0f} s: {stage}" + (f" — {shown.strip()[:200]}" if shown else ""))
+        result, stage = _check_active(ctx, state, elapsed)
+        if result is not None:
+            return result
+        _show_progress(ctx, elapsed, stage)
         if ctx.cancel_requested():
             return StepResult.cancelled(
                 f"cancelled {elapsed:.0f} s after the start, while {stage}",
@@ -258,16 +225,82 @@ def _watch(ctx: DeployContext, *, seconds: float, tick: float, ready: bool) -> S
             )
         now = time.monotonic()
         if now >= deadline:
-            ctx.read("journal_tail", ctx.journal_lines[-20:])
-            if not ready:
-                ctx.log(f"nothing fatal in the journal within {seconds:g} s ({stage})")
-                return StepResult.success(window_s=seconds)
-            return StepResult.failed(
-                f"not ready after {seconds:g} s ({stage}); last journal line: "
-                f"{(ctx.journal_lines or ['(none)'])[-1].strip()[:300]}",
-                rollback=True,
-            )
+            return _window_over(ctx, seconds, stage, ready=ready)
         time.sleep(min(tick, deadline - now))
+
+
+def _follow_journal(ctx: DeployContext, cursor: str) -> tuple[list[str], str]:
+    """The unit's journal lines after `cursor` (kept in the context's tail), and the
+    cursor to read on from."""
+    entries = ctx.transport.journal(ctx.unit, since=cursor or None, lines=JOURNAL_BATCH)
+    if entries:
+        cursor = entries[-1].cursor or cursor
+    lines = entry_lines(entries)
+    ctx.journal_lines = (ctx.journal_lines + lines)[-KEEP_JOURNAL_LINES:]
+    return lines, cursor
+
+
+def _unit_gave_up(
+    ctx: DeployContext, state: dict[str, str], verdict: str, cursor: str, elapsed: float
+) -> StepResult:
+    """The unit failed (or systemd restarts it): the failure, with the fatal journal
+    lines when there are any, else the journal's last lines."""
+    ctx.read("unit_state", state)
+    # What it printed on the way out may reach the journal a moment after.
+    late = ctx.transport.journal(ctx.unit, since=cursor or None, lines=JOURNAL_BATCH)
+    ctx.start_cursor = late[-1].cursor if late else cursor
+    ctx.journal_lines = (ctx.journal_lines + entry_lines(late))[-KEEP_JOURNAL_LINES:]
+    fatal = classify(ctx.journal_lines)
+    if fatal is not None:
+        return _start_failed(
+            ctx,
+            f"{fatal.summary}; {verdict} ({elapsed:.1f} s after the start)",
+            list(fatal.lines),
+            kind=fatal.kind,
+        )
+    return _start_failed(
+        ctx, f"{verdict} ({elapsed:.1f} s after the start)", ctx.journal_lines[-20:]
+    )
+
+
+def _check_active(
+    ctx: DeployContext, state: dict[str, str], elapsed: float
+) -> tuple[StepResult | None, str]:
+    """Success once the unit is active and its vLLM server ready (or there is no server
+    to ask); otherwise None and what is being waited for."""
+    if state.get("ActiveState") != "active":
+        return None, f"{ctx.unit} {state.get('ActiveState')}/{state.get('SubState')}"
+    if ctx.service is None:
+        ctx.log(f"{ctx.unit} is active (no vLLM server to ask) after {elapsed:.1f} s")
+        return StepResult.success(ready_after_s=round(elapsed, 3)), ""
+    answer = _readiness_probe(ctx)
+    if answer != "ready":
+        return None, answer
+    ctx.healthy = True
+    ctx.read("journal_tail", ctx.journal_lines[-20:])
+    ctx.log(
+        f"{ctx.service.base_url} answers /health and lists "
+        f"{ctx.service.served_model_name!r} after {elapsed:.1f} s"
+    )
+    return StepResult.success(ready_after_s=round(elapsed, 3)), ""
+
+
+def _show_progress(ctx: DeployContext, elapsed: float, stage: str) -> None:
+    shown = last_progress(ctx.journal_lines) or (ctx.journal_lines or [""])[-1]
+    ctx.progress(f"{elapsed:.0f} s: {stage}" + (f" — {shown.strip()[:200]}" if shown else ""))
+
+
+def _window_over(ctx: DeployContext, seconds: float, stage: str, *, ready: bool) -> StepResult:
+    """The end of the watch: the journal check passed; readiness did not come."""
+    ctx.read("journal_tail", ctx.journal_lines[-20:])
+    if not ready:
+        ctx.log(f"nothing fatal in the journal within {seconds:g} s ({stage})")
+        return StepResult.success(window_s=seconds)
+    return StepResult.failed(
+        f"not ready after {seconds:g} s ({stage}); last journal line: "
+        f"{(ctx.journal_lines or ['(none)'])[-1].strip()[:300]}",
+        rollback=True,
+    )
 
 
 def _start_failed(ctx: DeployContext, reason: str, lines: list[str], kind: str = "") -> StepResult:

@@ -29,6 +29,7 @@ from deploys.permissions import APPROVE_DEPLOY, REQUEST_DEPLOY, require
 from deploys.selectors import (
     MAX_UNIT_BYTES,
     DeployPreview,
+    HostUnit,
     deploy_preview,
     latest_version_number,
 )
@@ -83,6 +84,68 @@ def _check_deployable(*, profile_version: ProfileVersion, host: Host) -> None:
         )
 
 
+def _checked_unit_name(unit_name: str, profile_version: ProfileVersion) -> str:
+    """The unit name asked for (default: the profile's name), valid and not denied."""
+    unit_name = unit_name.strip() or profile_version.profile.name
+    try:
+        validate_unit_name(unit_name)
+    except ValidationError as exc:
+        raise ValidationError({"unit_name": exc.messages}) from None
+    denied = denied_unit_reason(unit_name)
+    if denied:
+        raise ValidationError({"unit_name": [denied]})
+    return unit_name
+
+
+def _unit_preview(
+    preview: DeployPreview | None,
+    *,
+    profile_version: ProfileVersion,
+    host: Host,
+    unit_name: str,
+) -> DeployPreview:
+    """The caller's preview when it is of this unit, else the host read live now."""
+    if preview is not None:
+        if preview.unit.unit_name != unit_name:
+            raise ValueError(f"the preview is of {preview.unit.unit_name}, not {unit_name}")
+        return preview
+    try:
+        return deploy_preview(profile_version=profile_version, host=host, unit_name=unit_name)
+    except TransportError as exc:
+        raise transport_error(f"Cannot read the current unit on {host.name}", exc) from exc
+
+
+def _check_sizes(preview: DeployPreview, *, host: Host, unit_name: str) -> None:
+    """Neither our unit nor the one on the host is larger than a push may be."""
+    unit = preview.unit
+    if unit.size > MAX_UNIT_BYTES:
+        raise ValidationError(
+            f"The unit text is {unit.size} bytes; the limit is {MAX_UNIT_BYTES} bytes."
+        )
+    if preview.host_unit is not None and len(preview.host_unit) > MAX_UNIT_BYTES:
+        raise ValidationError(
+            f"{host.name} has a {len(preview.host_unit)}-byte {unit_name}.service (limit "
+            f"{MAX_UNIT_BYTES}): that is not a unit specadmin wrote; inspect it on the host."
+        )
+
+
+def _check_findings(unit: HostUnit, *, acknowledge_warnings: bool) -> None:
+    """Lint errors block; warnings need the requester's acknowledgement."""
+    if unit.errors:
+        raise ValidationError(
+            [f"Lint error {f['code']} (line {f['line']}): {f['message']}" for f in unit.errors],
+            code="lint_errors",
+        )
+    if unit.warnings and not acknowledge_warnings:
+        raise ValidationError(
+            {
+                "acknowledge_warnings": [
+                    f"The unit has {len(unit.warnings)} lint warning(s): read and acknowledge them."
+                ]
+            }
+        )
+
+
 def deploy_request_create(
     *,
     profile_version: ProfileVersion,
@@ -104,50 +167,17 @@ def deploy_request_create(
     `acknowledge_warnings`.
     """
     require(requested_by, REQUEST_DEPLOY, "request deploys")
-    unit_name = (unit_name or "").strip() or profile_version.profile.name
-    try:
-        validate_unit_name(unit_name)
-    except ValidationError as exc:
-        raise ValidationError({"unit_name": exc.messages}) from None
-    denied = denied_unit_reason(unit_name)
-    if denied:
-        raise ValidationError({"unit_name": [denied]})
+    unit_name = _checked_unit_name(unit_name or "", profile_version)
     _check_deployable(profile_version=profile_version, host=host)
-    if preview is None:
-        try:
-            preview = deploy_preview(
-                profile_version=profile_version, host=host, unit_name=unit_name
-            )
-        except TransportError as exc:
-            raise transport_error(f"Cannot read the current unit on {host.name}", exc) from exc
-    elif preview.unit.unit_name != unit_name:
-        raise ValueError(f"the preview is of {preview.unit.unit_name}, not {unit_name}")
-    unit = preview.unit
-    if unit.size > MAX_UNIT_BYTES:
-        raise ValidationError(
-            f"The unit text is {unit.size} bytes; the limit is {MAX_UNIT_BYTES} bytes."
-        )
-    if preview.host_unit is not None and len(preview.host_unit) > MAX_UNIT_BYTES:
-        raise ValidationError(
-            f"{host.name} has a {len(preview.host_unit)}-byte {unit_name}.service (limit "
-            f"{MAX_UNIT_BYTES}): that is not a unit specadmin wrote; inspect it on the host."
-        )
+    preview = _unit_preview(
+        preview, profile_version=profile_version, host=host, unit_name=unit_name
+    )
+    _check_sizes(preview, host=host, unit_name=unit_name)
     foreign = overwrite_problems(host=host, unit_name=unit_name, current=preview.host_unit)
     if foreign:
         raise ValidationError({"unit_name": foreign})
-    if unit.errors:
-        raise ValidationError(
-            [f"Lint error {f['code']} (line {f['line']}): {f['message']}" for f in unit.errors],
-            code="lint_errors",
-        )
-    if unit.warnings and not acknowledge_warnings:
-        raise ValidationError(
-            {
-                "acknowledge_warnings": [
-                    f"The unit has {len(unit.warnings)} lint warning(s): read and acknowledge them."
-                ]
-            }
-        )
+    unit = preview.unit
+    _check_findings(unit, acknowledge_warnings=acknowledge_warnings)
     now = now or timezone.now()
     with transaction.atomic():
         # Checked again in the transaction (on SQLite under its write lock): a version
