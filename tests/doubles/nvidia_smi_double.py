@@ -182,6 +182,11 @@ def main(argv: Sequence[str] | None = None, config: gpu_state.GpuConfig | None =
     if query is None:
         sys.stdout.write(_summary(config, gpus))
         return 0
+    return _answer_query(config, args, query, gpus)
+
+
+def _answer_query(config: gpu_state.GpuConfig, args: _Args, query: str, gpus: list[int]) -> int:
+    """`--query-gpu=…` or `--query-compute-apps=…` with `--format=csv[,noheader][,nounits]`."""
     if args.fmt is None:
         # Not verified against the real binary: real product code always passes --format.
         sys.stdout.write('"--format" must be specified with "--query-*" options.\n\n')

@@ -147,63 +147,23 @@ def serve(argv: Sequence[str], gpu: gpu_state.GpuConfig, cfg: DoubleConfig) -> i
         sys.stdout.write(f"usage: {SERVE_USAGE}\n")
         return 0
     model = ns.model_tag or _ns(ns, "model", "Qwen/Qwen3-0.6B")
-    served = _ns(ns, "served_model_name") or [model]
-    served = [served] if isinstance(served, str) else list(served)
     stop = threading.Event()
     faults = set(cfg.faults)
-
-    def on_sigterm(signum: int, frame: Any) -> None:
-        if "ignore_sigterm" in faults:
-            log("WARNING", "api_server.py:1", "fault ignore_sigterm: ignoring SIGTERM")
-            return
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_sigterm)
-    signal.signal(signal.SIGINT, on_sigterm)
+    _stop_on_signals(stop, faults)
     log("INFO", "api_server.py:1885", f"vLLM API server version {cfg.version}")
     log("INFO", "utils.py:328", f"non-default args: {argv}")
     if stop.wait(cfg.config_delay_s):
         return 0
     try:
-        spec = validate_speculative_config(_ns(ns, "speculative_config"), catalog, cfg.version)
-        util = float(_ns(ns, "gpu_memory_utilization", 0.9))
-        validate_memory_utilization(util, cfg.version)
-        world = int(_ns(ns, "tensor_parallel_size", 1)) * int(_ns(ns, "pipeline_parallel_size", 1))
-        gpus = pick_gpus(os.environ.get("CUDA_VISIBLE_DEVICES"), world, gpu)
-        mib = int(util * gpu.memory_total_mib)
-        log(
-            "INFO",
-            "core.py:73",
-            f"Initializing a V1 LLM engine (v{cfg.version}) with config: "
-            f"model={model!r}, speculative_config={spec}, tensor_parallel_size={world}",
-        )
-        engine = start_engine_core(gpus, mib, gpu, faults)
+        spec, engine, gpus = _start_engine(ns, model, catalog, gpu, cfg, faults)
     except EngineConfigError as exc:
         return fail(str(exc))
     log("INFO", "gpu_model_runner.py:2000", f"Loading model {model} on GPUs {gpus}")
     if "crash_during_load" in faults and cfg.crash_after_s < cfg.load_s:
-        # "A crash at minute 20 of the load": the engine dies before the server is up.
-        if stop.wait(cfg.crash_after_s):
-            return _shutdown(engine, faults)
-        log("ERROR", "core.py:700", "fault crash_during_load: EngineCore failed while loading")
-        _kill_engine(engine)
-        return fail(
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 "
-            "has a total capacity of 140.40 GiB of which 1.12 GiB is free."
-        )
+        return _crash_during_load(engine, stop, cfg, faults)
     if stop.wait(cfg.load_s):
         return _shutdown(engine, faults)
-    num_spec = int((spec or {}).get("num_speculative_tokens") or 0)
-    state = ServerState(
-        model=model,
-        served_names=served,
-        max_model_len=_max_model_len(_ns(ns, "max_model_len", 4096)),
-        api_keys=_as_list(_ns(ns, "api_key")),
-        cfg=cfg,
-        num_spec_tokens=num_spec,
-        spec_enabled=spec is not None,
-        healthy="never_healthy" not in faults,
-    )
+    state = _server_state(ns, model, spec, cfg, faults)
     host = _ns(ns, "host", "127.0.0.1")  # real vLLM binds all interfaces; tests stay on lo
     port = int(_ns(ns, "port", 8000))
     try:
@@ -214,6 +174,86 @@ def serve(argv: Sequence[str], gpu: gpu_state.GpuConfig, cfg: DoubleConfig) -> i
     threading.Thread(target=server.serve_forever, daemon=True).start()
     log("INFO", "launcher.py:34", f"Starting vLLM API server 0 on http://{host}:{port}")
     log("INFO", "on.py:62", "Application startup complete.")
+    return _serve_until_stopped(server, engine, stop, cfg, faults)
+
+
+def _stop_on_signals(stop: threading.Event, faults: set[str]) -> None:
+    """SIGTERM and SIGINT stop the server (unless the fault `ignore_sigterm` is on)."""
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        if "ignore_sigterm" in faults:
+            log("WARNING", "api_server.py:1", "fault ignore_sigterm: ignoring SIGTERM")
+            return
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGINT, on_sigterm)
+
+
+def _start_engine(
+    ns: argparse.Namespace,
+    model: str,
+    catalog: Any,
+    gpu: gpu_state.GpuConfig,
+    cfg: DoubleConfig,
+    faults: set[str],
+) -> tuple[dict[str, Any] | None, EngineCore, list[int]]:
+    """The engine configuration vLLM checks at engine start, then the EngineCore process
+    on its GPUs; raises EngineConfigError as vLLM would fail."""
+    spec = validate_speculative_config(_ns(ns, "speculative_config"), catalog, cfg.version)
+    util = float(_ns(ns, "gpu_memory_utilization", 0.9))
+    validate_memory_utilization(util, cfg.version)
+    world = int(_ns(ns, "tensor_parallel_size", 1)) * int(_ns(ns, "pipeline_parallel_size", 1))
+    gpus = pick_gpus(os.environ.get("CUDA_VISIBLE_DEVICES"), world, gpu)
+    mib = int(util * gpu.memory_total_mib)
+    log(
+        "INFO",
+        "core.py:73",
+        f"Initializing a V1 LLM engine (v{cfg.version}) with config: "
+        f"model={model!r}, speculative_config={spec}, tensor_parallel_size={world}",
+    )
+    return spec, start_engine_core(gpus, mib, gpu, faults), gpus
+
+
+def _crash_during_load(
+    engine: EngineCore, stop: threading.Event, cfg: DoubleConfig, faults: set[str]
+) -> int:
+    """ "A crash at minute 20 of the load": the engine dies before the server is up."""
+    if stop.wait(cfg.crash_after_s):
+        return _shutdown(engine, faults)
+    log("ERROR", "core.py:700", "fault crash_during_load: EngineCore failed while loading")
+    _kill_engine(engine)
+    return fail(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 "
+        "has a total capacity of 140.40 GiB of which 1.12 GiB is free."
+    )
+
+
+def _server_state(
+    ns: argparse.Namespace,
+    model: str,
+    spec: dict[str, Any] | None,
+    cfg: DoubleConfig,
+    faults: set[str],
+) -> ServerState:
+    served = _ns(ns, "served_model_name") or [model]
+    served = [served] if isinstance(served, str) else list(served)
+    return ServerState(
+        model=model,
+        served_names=served,
+        max_model_len=_max_model_len(_ns(ns, "max_model_len", 4096)),
+        api_keys=_as_list(_ns(ns, "api_key")),
+        cfg=cfg,
+        num_spec_tokens=int((spec or {}).get("num_speculative_tokens") or 0),
+        spec_enabled=spec is not None,
+        healthy="never_healthy" not in faults,
+    )
+
+
+def _serve_until_stopped(
+    server: Any, engine: EngineCore, stop: threading.Event, cfg: DoubleConfig, faults: set[str]
+) -> int:
+    """Serve until a stop signal, the EngineCore's death or the fault `crash_after_start`."""
     deadline = time.monotonic() + cfg.crash_after_s if "crash_after_start" in faults else None
     while not stop.wait(0.2):
         if not gpu_state.pid_alive(engine.pid) and "leftover_worker" not in faults:

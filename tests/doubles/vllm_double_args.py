@@ -130,41 +130,7 @@ def build_parser(catalog: dict[str, Any], version: str) -> argparse.ArgumentPars
     vt = version_tuple(version)
     seen: set[str] = set()
     for flag in catalog.get("flags", []):
-        names = [n for n in flag.get("names", []) if n.startswith("-") and n not in seen]
-        if not names:
-            continue
-        kind = flag.get("kind", "value")
-        kwargs: dict[str, Any] = {}
-        if flag.get("dest"):
-            kwargs["dest"] = flag["dest"]
-        if kind == "store_true":
-            kwargs["action"] = "store_true"
-        elif kind == "store_false":
-            kwargs["action"] = "store_false"
-        elif kind == "boolean_optional":
-            names = [n for n in names if not n.startswith("--no-")]
-            kwargs["action"] = argparse.BooleanOptionalAction
-            kwargs["default"] = None
-        else:
-            func = _type_func(flag, vt)
-            if func is not None:
-                kwargs["type"] = func
-            if flag.get("choices"):
-                choices = list(flag["choices"])
-                if "None" in (flag.get("also_accepts") or []):
-                    choices.append(None)
-                kwargs["choices"] = choices
-            if flag.get("nargs") not in (None, "null"):
-                kwargs["nargs"] = flag["nargs"]
-        try:
-            action = parser.add_argument(*names, **kwargs)
-        except argparse.ArgumentError:
-            continue  # a name generated twice: the first definition wins, like vLLM
-        if flag.get("deprecated"):
-            _DEPRECATED.add(action.dest)
-        seen.update(names)
-        if kind == "boolean_optional":
-            seen.update("--no-" + n[2:] for n in names if n.startswith("--"))
+        _add_flag(parser, flag, vt, seen)
     # A catalog without the frontend's --host/--port could not be served at all.
     for name, kw in (("--host", {}), ("--port", {"type": int})):
         if name not in seen:
@@ -174,6 +140,60 @@ def build_parser(catalog: dict[str, Any], version: str) -> argparse.ArgumentPars
 
 
 _DEPRECATED: set[str] = set()
+
+
+def _add_flag(
+    parser: argparse.ArgumentParser, flag: dict[str, Any], vt: tuple[int, ...], seen: set[str]
+) -> None:
+    """One catalog flag as vLLM declares it, under the names not declared before."""
+    names = [n for n in flag.get("names", []) if n.startswith("-") and n not in seen]
+    if not names:
+        return
+    kind = flag.get("kind", "value")
+    if kind == "boolean_optional":
+        names = [n for n in names if not n.startswith("--no-")]
+    kwargs = _flag_kwargs(flag, kind, vt)
+    try:
+        action = parser.add_argument(*names, **kwargs)
+    except argparse.ArgumentError:
+        return  # a name generated twice: the first definition wins, like vLLM
+    if flag.get("deprecated"):
+        _DEPRECATED.add(action.dest)
+    seen.update(names)
+    if kind == "boolean_optional":
+        seen.update("--no-" + n[2:] for n in names if n.startswith("--"))
+
+
+def _flag_kwargs(flag: dict[str, Any], kind: str, vt: tuple[int, ...]) -> dict[str, Any]:
+    """`add_argument`'s keywords for a flag: its action, or its type, choices and nargs."""
+    kwargs: dict[str, Any] = {}
+    if flag.get("dest"):
+        kwargs["dest"] = flag["dest"]
+    if kind == "store_true":
+        kwargs["action"] = "store_true"
+    elif kind == "store_false":
+        kwargs["action"] = "store_false"
+    elif kind == "boolean_optional":
+        kwargs["action"] = argparse.BooleanOptionalAction
+        kwargs["default"] = None
+    else:
+        kwargs.update(_value_kwargs(flag, vt))
+    return kwargs
+
+
+def _value_kwargs(flag: dict[str, Any], vt: tuple[int, ...]) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    func = _type_func(flag, vt)
+    if func is not None:
+        kwargs["type"] = func
+    if flag.get("choices"):
+        choices = list(flag["choices"])
+        if "None" in (flag.get("also_accepts") or []):
+            choices.append(None)
+        kwargs["choices"] = choices
+    if flag.get("nargs") not in (None, "null"):
+        kwargs["nargs"] = flag["nargs"]
+    return kwargs
 
 
 def normalize_args(args: Sequence[str], parser_meta: dict[str, Any]) -> list[str]:

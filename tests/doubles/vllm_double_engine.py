@@ -45,7 +45,24 @@ def escape_unit_cgroup(pid: int) -> list[str]:
     A worker outside the unit's cgroup survives `systemctl stop` whatever KillMode says:
     this reproduces "GPU still busy after stop" deterministically.
     """
+    mounts = _cgroup_mounts()
     moved: list[str] = []
+    with open("/proc/1/cgroup") as f:
+        for line in f:
+            target = _init_cgroup_procs(line, mounts)
+            if target is None:
+                continue
+            try:
+                target.write_text(f"{pid}\n")
+                moved.append(str(target))
+            except OSError:
+                continue
+    return moved
+
+
+def _cgroup_mounts() -> dict[str, str]:
+    """Where each cgroup hierarchy is mounted: "0:" for cgroup2, else a v1 controller
+    (or `name=`) that identifies its hierarchy."""
     mounts: dict[str, str] = {}
     with open("/proc/self/mountinfo") as f:
         for line in f:
@@ -58,24 +75,19 @@ def escape_unit_cgroup(pid: int) -> list[str]:
                 for opt in options.split(","):
                     if opt.startswith("name=") or opt in ("cpu", "memory", "pids", "cpuset"):
                         mounts.setdefault(opt, parts[4])
-    with open("/proc/1/cgroup") as f:
-        for line in f:
-            hid, controllers, path = line.rstrip("\n").split(":", 2)
-            key = "0:" if hid == "0" else None
-            if key is None:
-                for c in controllers.split(","):
-                    if c in mounts:
-                        key = c
-                        break
-            if key is None or key not in mounts:
-                continue
-            target = Path(mounts[key]) / path.lstrip("/") / "cgroup.procs"
-            try:
-                target.write_text(f"{pid}\n")
-                moved.append(str(target))
-            except OSError:
-                continue
-    return moved
+    return mounts
+
+
+def _init_cgroup_procs(line: str, mounts: dict[str, str]) -> Path | None:
+    """The `cgroup.procs` of PID 1's cgroup for one line of /proc/1/cgroup, or None when
+    that hierarchy is not mounted here."""
+    hid, controllers, path = line.rstrip("\n").split(":", 2)
+    key = "0:" if hid == "0" else None
+    if key is None:
+        key = next((c for c in controllers.split(",") if c in mounts), None)
+    if key is None or key not in mounts:
+        return None
+    return Path(mounts[key]) / path.lstrip("/") / "cgroup.procs"
 
 
 def _engine_core(

@@ -41,6 +41,10 @@ def _or_list(values: Sequence[str]) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
+# One pydantic error: location, message, error type, input value.
+_FieldError = tuple[str, str, str, Any]
+
+
 def validate_speculative_config(
     spec: dict[str, Any] | None, catalog: dict[str, Any], version: str
 ) -> dict[str, Any] | None:
@@ -53,45 +57,65 @@ def validate_speculative_config(
             f"a mapping, not {type(spec).__name__}"
         )
     meta = catalog.get("speculative_config") or {}
-    fields = meta.get("fields") or {}
-    mode = meta.get("unknown_keys", "validation_error")
-    pydantic = mode == "validation_error"
-    unknown = [k for k in spec if fields and k not in fields]
-    errors: list[tuple[str, str, str, Any]] = []
-    if unknown:
-        if mode == "type_error":
-            raise EngineConfigError(
-                "TypeError: SpeculativeConfig.__init__() got an unexpected keyword argument "
-                f"'{unknown[0]}'"
-            )
-        if mode == "validation_error":
-            for key in unknown:
-                errors.append(
-                    (key, "Unexpected keyword argument", "unexpected_keyword_argument", spec[key])
-                )
-        # "ignored" (0.11-0.15): silently dropped, a different config runs than written.
-        spec = {k: v for k, v in spec.items() if k not in unknown}
-    method = spec.get("method")
-    accepted = meta.get("methods_accepted")
-    if method is not None and accepted and method not in accepted:
-        if pydantic:
-            errors.append(
-                ("method", f"Input should be {_or_list(accepted)}", "literal_error", method)
-            )
-        else:
-            raise EngineConfigError(f"ValueError: Unsupported speculative method: '{method}'")
-    n = spec.get("num_speculative_tokens")
-    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n <= 0):
-        if pydantic and isinstance(n, int):
-            errors.append(
-                ("num_speculative_tokens", "Input should be greater than 0", "greater_than", n)
-            )
-        elif not pydantic:
-            raise EngineConfigError(
-                f"ValueError: Expected num_speculative_tokens to be greater than zero ({n})."
-            )
+    pydantic = meta.get("unknown_keys", "validation_error") == "validation_error"
+    errors: list[_FieldError] = []
+    spec = _drop_unknown_keys(spec, meta, errors)
+    _check_method(spec.get("method"), meta.get("methods_accepted"), pydantic, errors)
+    _check_token_count(spec.get("num_speculative_tokens"), pydantic, errors)
     if errors:
         raise _pydantic_error("SpeculativeConfig", errors)
+    _check_post_init(spec)
+    return spec
+
+
+def _drop_unknown_keys(
+    spec: dict[str, Any], meta: dict[str, Any], errors: list[_FieldError]
+) -> dict[str, Any]:
+    """Keys SpeculativeConfig does not have: a TypeError (0.8.x), a pydantic error each
+    (≥0.16), or silently dropped (0.11-0.15: a different config runs than written)."""
+    fields = meta.get("fields") or {}
+    mode = meta.get("unknown_keys", "validation_error")
+    unknown = [k for k in spec if fields and k not in fields]
+    if not unknown:
+        return spec
+    if mode == "type_error":
+        raise EngineConfigError(
+            "TypeError: SpeculativeConfig.__init__() got an unexpected keyword argument "
+            f"'{unknown[0]}'"
+        )
+    if mode == "validation_error":
+        for key in unknown:
+            errors.append(
+                (key, "Unexpected keyword argument", "unexpected_keyword_argument", spec[key])
+            )
+    return {k: v for k, v in spec.items() if k not in unknown}
+
+
+def _check_method(
+    method: Any, accepted: list[str] | None, pydantic: bool, errors: list[_FieldError]
+) -> None:
+    if method is None or not accepted or method in accepted:
+        return
+    if not pydantic:
+        raise EngineConfigError(f"ValueError: Unsupported speculative method: '{method}'")
+    errors.append(("method", f"Input should be {_or_list(accepted)}", "literal_error", method))
+
+
+def _check_token_count(n: Any, pydantic: bool, errors: list[_FieldError]) -> None:
+    if n is None or (isinstance(n, int) and not isinstance(n, bool) and n > 0):
+        return
+    if pydantic and isinstance(n, int):
+        errors.append(
+            ("num_speculative_tokens", "Input should be greater than 0", "greater_than", n)
+        )
+    elif not pydantic:
+        raise EngineConfigError(
+            f"ValueError: Expected num_speculative_tokens to be greater than zero ({n})."
+        )
+
+
+def _check_post_init(spec: dict[str, Any]) -> None:
+    """The checks SpeculativeConfig makes once its fields are set (`__post_init__`)."""
     if "tensor_parallel_size" in spec:
         raise EngineConfigError(
             "ValueError: tensor_parallel_size is not a valid speculative config key; "
@@ -105,12 +129,12 @@ def validate_speculative_config(
     for name, value in (("prompt_lookup_min", lo), ("prompt_lookup_max", hi)):
         if isinstance(value, int) and value < 1:
             raise EngineConfigError(f"ValueError: {name}={value} must be > 0")
+    n = spec.get("num_speculative_tokens")
     if spec.get("method") is not None and n is None and spec.get("method") != "mtp":
         raise EngineConfigError(
             "ValueError: num_speculative_tokens must be provided with speculative model unless"
             " the draft model config contains an n_predict parameter."
         )
-    return spec
 
 
 def validate_memory_utilization(value: float, version: str) -> None:

@@ -68,78 +68,12 @@ def make_app(engine: Engine, tokenizer: WordTokenizer) -> web.Application:
             body = await request.json()
         except ValueError:
             return web.json_response({"object": "error", "message": "invalid JSON"}, status=400)
-        if chat:
-            text = " ".join(str(m.get("content", "")) for m in body.get("messages") or [])
-        else:
-            raw = body.get("prompt", "")
-            text = " ".join(raw) if isinstance(raw, list) else str(raw)
         max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
-        prompt_ids = tokenizer.encode(text)
-        loop = asyncio.get_running_loop()
-        chunks: asyncio.Queue[list[int] | BaseException | None] = asyncio.Queue()
-
-        def on_tokens(tokens: list[int]) -> None:
-            loop.call_soon_threadsafe(chunks.put_nowait, tokens)
-
-        def on_done(exc: BaseException | None) -> None:
-            loop.call_soon_threadsafe(chunks.put_nowait, exc)
-
-        engine.submit(Job(prompt_ids, max_tokens, on_tokens, on_done))
+        prompt_ids = tokenizer.encode(_prompt_text(body, chat=chat))
+        chunks = _submit(engine, prompt_ids, max_tokens)
         if not body.get("stream"):
-            out: list[int] = []
-            while (item := await chunks.get()) is not None:
-                if isinstance(item, BaseException):
-                    return web.json_response({"object": "error", "message": str(item)}, status=500)
-                out += item
-            return web.json_response(
-                {
-                    "object": "text_completion",
-                    "model": MODEL_NAME,
-                    "choices": [
-                        {"index": 0, "text": tokenizer.decode(out), "finish_reason": "length"}
-                    ],
-                    "usage": {
-                        "prompt_tokens": len(prompt_ids),
-                        "completion_tokens": len(out),
-                        "total_tokens": len(prompt_ids) + len(out),
-                    },
-                }
-            )
-        resp = web.StreamResponse(headers={"content-type": "text/event-stream"})
-        await resp.prepare(request)
-        rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
-        base = {
-            "id": rid,
-            "object": "chat.completion.chunk" if chat else "text_completion",
-            "created": int(time.time()),
-            "model": MODEL_NAME,
-        }
-        emitted = 0
-        first = True
-        while (item := await chunks.get()) is not None:
-            if isinstance(item, BaseException):
-                await resp.write(_sse({"object": "error", "message": str(item)}))
-                return resp
-            text_out = tokenizer.decode(item)
-            emitted += len(item)
-            if chat:
-                delta: dict[str, Any] = {"content": text_out}
-                if first:
-                    delta["role"] = "assistant"
-                choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": None}
-            else:
-                choice = {"index": 0, "text": text_out, "finish_reason": None}
-            first = False
-            await resp.write(_sse(base | {"choices": [choice]}))
-        if (body.get("stream_options") or {}).get("include_usage"):
-            usage = {
-                "prompt_tokens": len(prompt_ids),
-                "completion_tokens": emitted,
-                "total_tokens": len(prompt_ids) + emitted,
-            }
-            await resp.write(_sse(base | {"choices": [], "usage": usage}))
-        await resp.write(_sse("[DONE]"))
-        return resp
+            return await _whole_answer(chunks, prompt_ids, tokenizer)
+        return await _streamed_answer(request, body, chunks, prompt_ids, tokenizer, chat=chat)
 
     app = web.Application(client_max_size=16 * 1024 * 1024)
     app.router.add_get("/health", health)
@@ -148,3 +82,102 @@ def make_app(engine: Engine, tokenizer: WordTokenizer) -> web.Application:
     app.router.add_post("/v1/completions", generate)
     app.router.add_post("/v1/chat/completions", generate)
     return app
+
+
+Chunks = asyncio.Queue[list[int] | BaseException | None]
+
+
+def _prompt_text(body: dict[str, Any], *, chat: bool) -> str:
+    """The messages' contents (chat) or the prompt (a list of prompts joined)."""
+    if chat:
+        return " ".join(str(m.get("content", "")) for m in body.get("messages") or [])
+    raw = body.get("prompt", "")
+    return " ".join(raw) if isinstance(raw, list) else str(raw)
+
+
+def _submit(engine: Engine, prompt_ids: list[int], max_tokens: int) -> Chunks:
+    """Hand the request to the engine's thread; its tokens arrive on the returned queue,
+    then None (done) or the exception that ended it."""
+    loop = asyncio.get_running_loop()
+    chunks: Chunks = asyncio.Queue()
+
+    def on_tokens(tokens: list[int]) -> None:
+        loop.call_soon_threadsafe(chunks.put_nowait, tokens)
+
+    def on_done(exc: BaseException | None) -> None:
+        loop.call_soon_threadsafe(chunks.put_nowait, exc)
+
+    engine.submit(Job(prompt_ids, max_tokens, on_tokens, on_done))
+    return chunks
+
+
+async def _whole_answer(
+    chunks: Chunks, prompt_ids: list[int], tokenizer: WordTokenizer
+) -> web.Response:
+    out: list[int] = []
+    while (item := await chunks.get()) is not None:
+        if isinstance(item, BaseException):
+            return web.json_response({"object": "error", "message": str(item)}, status=500)
+        out += item
+    return web.json_response(
+        {
+            "object": "text_completion",
+            "model": MODEL_NAME,
+            "choices": [{"index": 0, "text": tokenizer.decode(out), "finish_reason": "length"}],
+            "usage": {
+                "prompt_tokens": len(prompt_ids),
+                "completion_tokens": len(out),
+                "total_tokens": len(prompt_ids) + len(out),
+            },
+        }
+    )
+
+
+async def _streamed_answer(
+    request: web.Request,
+    body: dict[str, Any],
+    chunks: Chunks,
+    prompt_ids: list[int],
+    tokenizer: WordTokenizer,
+    *,
+    chat: bool,
+) -> web.StreamResponse:
+    """One SSE event per engine step, then the usage block when asked for, then [DONE]."""
+    resp = web.StreamResponse(headers={"content-type": "text/event-stream"})
+    await resp.prepare(request)
+    rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
+    base = {
+        "id": rid,
+        "object": "chat.completion.chunk" if chat else "text_completion",
+        "created": int(time.time()),
+        "model": MODEL_NAME,
+    }
+    emitted = 0
+    first = True
+    while (item := await chunks.get()) is not None:
+        if isinstance(item, BaseException):
+            await resp.write(_sse({"object": "error", "message": str(item)}))
+            return resp
+        emitted += len(item)
+        choice = _stream_choice(tokenizer.decode(item), chat=chat, first=first)
+        first = False
+        await resp.write(_sse(base | {"choices": [choice]}))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        usage = {
+            "prompt_tokens": len(prompt_ids),
+            "completion_tokens": emitted,
+            "total_tokens": len(prompt_ids) + emitted,
+        }
+        await resp.write(_sse(base | {"choices": [], "usage": usage}))
+    await resp.write(_sse("[DONE]"))
+    return resp
+
+
+def _stream_choice(text: str, *, chat: bool, first: bool) -> dict[str, Any]:
+    """A chat delta (the first one carries the role, as vLLM's) or a completion's text."""
+    if not chat:
+        return {"index": 0, "text": text, "finish_reason": None}
+    delta: dict[str, Any] = {"content": text}
+    if first:
+        delta["role"] = "assistant"
+    return {"index": 0, "delta": delta, "finish_reason": None}

@@ -242,54 +242,79 @@ def test_run_server_serves_logs_one_line_per_request_and_error_and_stops_with_ex
     assert "Successful login" not in text  # a login is its requests' lines, nothing more
 
 
-def test_ctrl_c_on_make_run_stops_everything_and_exits_0(site: dict[str, str]) -> None:
-    port = free_port()
-    pid, terminal = pty.fork()
-    if pid == 0:  # the child: `make run` on a terminal, as a person starts it
+class Terminal:
+    """The pseudo-terminal a child runs on, and everything it printed there."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.output = bytearray()
+
+    def drain(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            ready, _, _ = select.select([self.fd], [], [], 0.2)
+            if ready:
+                try:
+                    self.output.extend(os.read(self.fd, 65536))
+                except OSError:
+                    return
+
+    def text(self) -> str:
+        return self.output.decode(errors="replace")
+
+
+def start_make_run_on_a_terminal(port: int, env: dict[str, str]) -> tuple[int, Terminal]:
+    """`make run` on a terminal of its own, as a person starts it."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child
         os.chdir(ROOT)
         os.execvpe(
             "make",
             ["make", "--no-print-directory", "run", f"PORT={port}", f"PY={PYTHON}"],
-            site,
+            env,
         )
-    output = bytearray()
+    return pid, Terminal(fd)
 
-    def drain(seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            ready, _, _ = select.select([terminal], [], [], 0.2)
-            if ready:
-                try:
-                    output.extend(os.read(terminal, 65536))
-                except OSError:
-                    return
 
+def wait_serving_on_terminal(terminal: Terminal, url: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        terminal.drain(0.5)
+        try:
+            wait_for_page(url, timeout=0.5)
+            return
+        except AssertionError:
+            continue
+
+
+def wait_exit_status(pid: int, terminal: Terminal, timeout: float = 40) -> int | None:
+    """The child's exit code once it ended (the terminal drained meanwhile), else None."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        terminal.drain(0.5)
+        done, raw = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(raw)
+    return None
+
+
+def test_ctrl_c_on_make_run_stops_everything_and_exits_0(site: dict[str, str]) -> None:
+    port = free_port()
+    pid, terminal = start_make_run_on_a_terminal(port, site)
     spawned: set[int] = set()
     status = None
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            drain(0.5)
-            try:
-                wait_for_page(f"http://127.0.0.1:{port}/accounts/login/", timeout=0.5)
-                break
-            except AssertionError:
-                continue
+        wait_serving_on_terminal(terminal, f"http://127.0.0.1:{port}/accounts/login/")
         spawned = children(pid)
-        os.write(terminal, b"\x03")  # Ctrl-C: the terminal signals its foreground group
-        deadline = time.monotonic() + 40
-        while status is None and time.monotonic() < deadline:
-            drain(0.5)
-            done, raw = os.waitpid(pid, os.WNOHANG)
-            if done:
-                status = os.waitstatus_to_exitcode(raw)
+        os.write(terminal.fd, b"\x03")  # Ctrl-C: the terminal signals its foreground group
+        status = wait_exit_status(pid, terminal)
     finally:
         if status is None:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-        os.close(terminal)
+        os.close(terminal.fd)
     left = reap(spawned)
-    text = output.decode(errors="replace")
+    text = terminal.text()
     assert status == 0, text[-3000:]
     assert not left, "processes left after Ctrl-C"
     assert "make: ***" not in text
