@@ -2,19 +2,22 @@
 
 After readiness: measure the new unit with servebench using the baseline's settings (the
 profile's policy for a first measurement), store the run, and gate it against the
-baseline of (profile, host). Regressed → `StepResult.regressed` (the runner rolls back when
-the policy says so, default on); noisy → success with a note; no baseline yet → this run
-becomes the baseline (audited). An incomplete measurement fails the step without a
-rollback: nothing says the new unit is worse.
+baseline of (profile, host). A server bound to loopback on an SSH host is measured
+through an SSH port forward over the job's connection (perf.reach). Regressed →
+`StepResult.regressed` (the runner rolls back when the policy says so, default on);
+noisy → success with a note; no baseline yet → this run becomes the baseline (audited).
+An incomplete measurement fails the step without a rollback: nothing says the new unit
+is worse.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from deploys.jobs.steps import DeployContext, StepResult
-from perf.models import BenchPolicy, BenchRun
-from perf.reach import ServiceUnreachable, worker_url
+from perf.models import Baseline, BenchPolicy, BenchRun
+from perf.reach import Endpoint, ServiceUnreachable, measured_endpoint
 from perf.selectors import baseline_for, policy_for
 from perf.services import (
     accept_baseline,
@@ -24,6 +27,7 @@ from perf.services import (
 )
 from servebench.gate import NOISY, REGRESSED
 from servebench.runner import BenchError, Progress, RunSettings, run_sync
+from servebench.schema import BenchResult
 
 # RunSettings fields taken from a stored run's settings (what was measured, not where).
 _REUSED = (
@@ -71,64 +75,99 @@ def _figures(run: BenchRun) -> dict[str, Any]:
 
 def benchmark_step(ctx: DeployContext) -> StepResult:
     version = ctx.request.profile_version
-    profile = version.profile
-    policy = policy_for(profile)
+    policy = policy_for(version.profile)
     if not policy.enabled:
         return StepResult.skipped("benchmarks are switched off for this profile")
     if ctx.service is None:
         return StepResult.skipped("the unit runs no vLLM server that could be measured")
-    baseline = baseline_for(profile, ctx.host)
     try:
-        url = worker_url(ctx.service, ctx.host)
+        with measured_endpoint(ctx.service, ctx.host, lambda: ctx.transport) as endpoint:
+            return _measure(ctx, policy, endpoint)
     except ServiceUnreachable as exc:
         return StepResult.failed(f"benchmark: {exc}")
+
+
+def _measure(ctx: DeployContext, policy: BenchPolicy, endpoint: Endpoint) -> StepResult:
+    """Run servebench against `endpoint`, store the run, and judge it."""
+    assert ctx.service is not None
+    profile = ctx.request.profile_version.profile
+    baseline = baseline_for(profile, ctx.host)
     settings = run_settings(
-        policy, baseline.run.settings if baseline else None, url, ctx.service.api_key
+        policy, baseline.run.settings if baseline else None, endpoint.url, ctx.service.api_key
     )
-    ctx.log(
-        f"benchmark {url}: concurrency {settings.concurrency}, {settings.num_requests} "
-        f"requests × {settings.max_tokens} tokens, {settings.repeats} repeats, prompts "
-        f"{settings.prompts} (seed {settings.seed}); "
-        + (f"baseline run #{baseline.run_id}" if baseline else "no baseline yet")
-    )
-
-    def progress(p: Progress) -> None:
-        ctx.progress(
-            f"benchmark: repeat {p.repeat + 1}/{p.repeats}, concurrency {p.concurrency}: "
-            f"{p.done}/{p.total or '?'} requests"
-        )
-
+    _log_plan(ctx, settings, endpoint, baseline)
     try:
-        result = run_sync(settings, progress, should_stop=ctx.cancel_requested)
+        result = run_sync(settings, _progress_reporter(ctx), should_stop=ctx.cancel_requested)
     except BenchError as exc:
         return StepResult.failed(f"benchmark could not start: {exc}")
     run = record_run(
         result=result,
         profile=profile,
         host=ctx.host,
-        profile_version=version,
+        profile_version=ctx.request.profile_version,
         request=ctx.request,
-        url=url,
+        url=endpoint.label,
     )
-    figures = _figures(run)
     ctx.log(
         f"measured: {run.output_tok_s or 0:.1f} tok/s, TTFT p50 {run.ttft_p50_ms or 0:.1f} ms, "
         f"TPOT p50 {run.tpot_p50_ms or 0:.2f} ms (run #{run.pk})"
     )
     if result.incomplete:
-        errors = "; ".join(f"{n}× {msg}" for lv in result.levels for msg, n in lv.errors.items())
-        return StepResult.failed(
-            f"benchmark incomplete: {result.error or errors or 'no request completed'}",
-            **figures,
-        )
+        return _incomplete(result, run)
     if baseline is None:
-        accept_baseline(
-            run=run,
-            actor=None,
-            reason=f"first benchmark of this profile on this host (deploy #{ctx.request.pk})",
+        return _first_baseline(ctx, run)
+    return _judge(ctx, run, baseline, policy)
+
+
+def _log_plan(
+    ctx: DeployContext, settings: RunSettings, endpoint: Endpoint, baseline: Baseline | None
+) -> None:
+    where = endpoint.label
+    if endpoint.forwarded:
+        where = where.removesuffix(" (SSH port forward)")
+        where += f" through an SSH port forward ({endpoint.url} in the worker)"
+    ctx.log(
+        f"benchmark {where}: concurrency {settings.concurrency}, {settings.num_requests} "
+        f"requests × {settings.max_tokens} tokens, {settings.repeats} repeats, prompts "
+        f"{settings.prompts} (seed {settings.seed}); "
+        + (f"baseline run #{baseline.run_id}" if baseline else "no baseline yet")
+    )
+
+
+def _progress_reporter(ctx: DeployContext) -> Callable[[Progress], None]:
+    def progress(p: Progress) -> None:
+        ctx.progress(
+            f"benchmark: repeat {p.repeat + 1}/{p.repeats}, concurrency {p.concurrency}: "
+            f"{p.done}/{p.total or '?'} requests"
         )
-        ctx.log(f"run #{run.pk} is the baseline of this profile on this host")
-        return StepResult.success(baseline="set", **figures)
+
+    return progress
+
+
+def _incomplete(result: BenchResult, run: BenchRun) -> StepResult:
+    """Nothing says the new unit is worse: the step fails without asking for a rollback."""
+    errors = "; ".join(f"{n}× {msg}" for lv in result.levels for msg, n in lv.errors.items())
+    return StepResult.failed(
+        f"benchmark incomplete: {result.error or errors or 'no request completed'}",
+        **_figures(run),
+    )
+
+
+def _first_baseline(ctx: DeployContext, run: BenchRun) -> StepResult:
+    accept_baseline(
+        run=run,
+        actor=None,
+        reason=f"first benchmark of this profile on this host (deploy #{ctx.request.pk})",
+    )
+    ctx.log(f"run #{run.pk} is the baseline of this profile on this host")
+    return StepResult.success(baseline="set", **_figures(run))
+
+
+def _judge(
+    ctx: DeployContext, run: BenchRun, baseline: Baseline, policy: BenchPolicy
+) -> StepResult:
+    """The regression gate against the baseline: regressed asks for a rollback (policy)."""
+    figures = _figures(run)
     verdict = compare_with_baseline(run, policy.threshold_pct)
     if verdict is None:  # cannot happen: the baseline exists and is an earlier run
         return StepResult.success(**figures)

@@ -13,6 +13,7 @@ import json
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -284,6 +285,12 @@ class Transport(abc.ABC):
             removed = self._remove_file(path)
             out["exit_code"] = 0 if removed else 1
         return removed
+
+    def forward_local(self, address: str, port: int) -> AbstractContextManager[tuple[str, int]]:
+        """`ssh -L` for a with-block: a (host, port) of this process leading to
+        `address:port` as the host sees it (SSHTransport). A transport that runs on the
+        host itself needs none: the address is reached directly."""
+        raise TransportError(f"{self!r} does not forward ports; connect to {address}:{port}")
 
     def host_bound(self, timeout: float | None) -> float | None:
         """Seconds after which the host itself ends a command (None: not bounded there)."""

@@ -71,3 +71,24 @@ class RemoteCommandFailed(TransportError):
 
 class GpuUnavailable(TransportError):
     """GPU state cannot be read: no driver/NVML, no nvidia-smi, or unparsable output."""
+
+
+class ForwardRefused(TransportError):
+    """The host's sshd would not connect a port forward ("direct-tcpip" channel) to
+    `address:port`. `code` is the RFC 4254 §5.1 reason: 1 administratively prohibited
+    (sshd_config `AllowTcpForwarding`, `DisableForwarding`, `PermitOpen`), 2 connect failed
+    (nothing listens there), 3 unknown channel type, 4 resource shortage."""
+
+    ADMINISTRATIVELY_PROHIBITED = 1
+    CONNECT_FAILED = 2
+
+    def __init__(self, host: str, address: str, port: int, code: int, reason: str) -> None:
+        self.host = host
+        self.address = address
+        self.port = port
+        self.code = code
+        self.reason = reason
+        super().__init__(
+            f"{host}: sshd refused to forward to {address}:{port} on the host "
+            f"({reason}, RFC 4254 code {code})"
+        )

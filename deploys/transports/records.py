@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Kinds of records: a command (`run`), SFTP/local file access, systemd over D-Bus (local
-# transport), NVML queries (local transport), and connecting (SSH).
+# transport), NVML queries (local transport), connecting (SSH), and port forwards over SSH
+# (one record per forward: its lifetime, the bytes back from the host, refused connections).
 RUN = "run"
 READ = "read"
 WRITE = "write"
@@ -27,6 +28,7 @@ REMOVE = "remove"
 DBUS = "dbus"
 NVML = "nvml"
 CONNECT = "connect"
+FORWARD = "forward"
 
 FULL_RECORDS = 150  # per step, kept one by one; the rest are folded per command
 STDERR_TAIL = 300
@@ -161,6 +163,7 @@ def records_json(records: Sequence[CommandRecord], *, full: int = FULL_RECORDS) 
 __all__ = [
     "CONNECT",
     "DBUS",
+    "FORWARD",
     "NVML",
     "READ",
     "REMOVE",

@@ -12,6 +12,12 @@ paramiko facts relied on (paramiko docs: SSHClient.connect, Channel, SFTPClient)
 - `SFTPClient` is not safe to share across threads: one per thread (thread-local), all on
   the one SSH connection. `posix_rename` (posix-rename@openssh.com) replaces the target
   atomically, unlike SFTP `rename`, which fails when the target exists.
+- `Transport.open_channel("direct-tcpip", dest_addr, src_addr, timeout=…)` opens a port
+  forward on the same connection; a refusal raises `ChannelException` carrying the RFC 4254
+  §5.1 reason code (paramiko `transport.py`, `_parse_channel_open_failure`). OpenSSH
+  answers 1 (administratively prohibited) when sshd_config's `AllowTcpForwarding` /
+  `DisableForwarding` / `PermitOpen` forbid it, and 2 (connect failed) when nothing
+  listens at the destination (sshd_config(5); `forward_local` below).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import shlex
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 import paramiko
@@ -39,11 +45,13 @@ from .errors import (
     AuthenticationFailed,
     CommandTimeout,
     ConnectionLost,
+    ForwardRefused,
     HostKeyMismatch,
     HostUnreachable,
     TransportError,
 )
-from .records import CONNECT, REMOVE
+from .forward import LISTEN_ADDRESS, LocalForward
+from .records import CONNECT, FORWARD, REMOVE, CommandRecord
 
 T = TypeVar("T")
 KEEPALIVE_SECONDS = 15
@@ -452,6 +460,66 @@ class SSHTransport(Transport):
         finally:
             chan.close()
         return CommandResult(exit_code, bytes(out), bytes(err), time.monotonic() - started)
+
+    # -- port forwards -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def forward_local(self, address: str, port: int) -> Iterator[tuple[str, int]]:
+        """`ssh -L` for the with-block: yields (127.0.0.1, an ephemeral port) of this process
+        that lead to `address:port` as the host itself sees it (its loopback included).
+
+        One channel is opened and closed first, so a forward sshd refuses (forwarding off,
+        nothing listening) raises ForwardRefused here, before the caller relies on it. The
+        forward is one record in `command_log` (`-L local:address:port`), written when it
+        closes: its lifetime, the bytes back from the host, the connections it refused.
+        """
+        dest = (address.strip("[]"), int(port))
+        forward = LocalForward(lambda peer: self._open_forward_channel(dest, peer))
+        argv = ("-L", f"{LISTEN_ADDRESS}:{forward.port}:{address}:{port}")
+        started_wall, started = time.time(), time.monotonic()
+        try:
+            self._open_forward_channel(dest, forward.address).close()
+        except BaseException as exc:
+            forward.close()
+            error = f"{type(exc).__name__}: {exc}"[:500]
+            self.command_log.add(
+                CommandRecord(
+                    FORWARD, argv, None, time.monotonic() - started, started_wall, error=error
+                )
+            )
+            raise
+        try:
+            yield forward.start().address
+        finally:
+            forward.close()
+            stats = forward.stats
+            self.command_log.add(
+                CommandRecord(
+                    FORWARD,
+                    argv,
+                    1 if stats.errors else 0,
+                    time.monotonic() - started,
+                    started_wall,
+                    stdout_bytes=stats.bytes_from_host,
+                    stderr_tail="; ".join([f"{stats.connections} connections", *stats.errors]),
+                )
+            )
+
+    def _open_forward_channel(
+        self, dest: tuple[str, int], peer: tuple[str, int]
+    ) -> paramiko.Channel:
+        """A "direct-tcpip" channel to `dest` on the host; ForwardRefused when sshd says no
+        (never retried: a refusal is an answer, unlike a MaxSessions wait in `_open`)."""
+
+        def opener(t: paramiko.Transport) -> paramiko.Channel:
+            try:
+                return t.open_channel("direct-tcpip", dest, peer, timeout=self.connect_timeout)
+            except paramiko.ChannelException as exc:
+                where = f"{self.username}@{self.host}:{self.port}"
+                raise ForwardRefused(where, dest[0], dest[1], exc.code, exc.text) from None
+
+        chan = self._open("port forward", opener, time.monotonic() + self.connect_timeout)
+        chan.settimeout(None)
+        return chan
 
     # -- files ---------------------------------------------------------------------------
     def _sftp(self) -> paramiko.SFTPClient:

@@ -217,3 +217,24 @@ def step_rows(request: DeployRequest) -> list[tuple[str, str]]:
     return list(
         JobStep.objects.filter(request=request).order_by("pk").values_list("name", "status")
     )
+
+
+# -- port forwards over SSH (test_transport_forward, tests/perf/test_forward) ---------------
+
+# sshd reads sshd_config.d/ in name order and keeps a keyword's first value (sshd_config(5)).
+NO_FORWARDING = "/etc/ssh/sshd_config.d/00-a-no-forwarding.conf"
+
+
+def listening(port: int) -> bool:
+    """Something accepts TCP connections on 127.0.0.1:port (test hosts share our network)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def reload_sshd(host: TestHost) -> None:
+    """SIGHUP: sshd re-executes itself with its new configuration; wait until it listens."""
+    host.nsenter(["systemctl", "reload", "ssh.service"], check=True)
+    assert wait_for(lambda: host.ssh(["true"]).returncode == 0, timeout=20)

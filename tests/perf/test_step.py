@@ -12,7 +12,7 @@ from deploys.jobs import benchmark as hook
 from deploys.jobs.steps import DeployContext, Outcome
 from deploys.models import Host
 from perf.models import Baseline, BenchPolicy, BenchRun
-from perf.reach import ServiceUnreachable, worker_url
+from perf.reach import needs_forward, worker_url
 from perf.services import BASELINE_ACCEPTED, REGRESSED
 from perf.step import benchmark_step
 from tests.bench.conftest import StartDouble
@@ -134,13 +134,14 @@ def test_switched_off_benchmarks_are_skipped(
     assert result.outcome == Outcome.SKIPPED
 
 
-def test_the_worker_reaches_a_remote_hosts_service_at_the_hosts_address() -> None:
+def test_a_loopback_only_server_on_an_ssh_host_is_reached_through_a_forward() -> None:
     """No connection is made: the URL alone (an SSH host at a documentation address)."""
     host = Host(name="h", address="192.0.2.10", transport=Host.Transport.SSH)
     everywhere = service_at("http://127.0.0.1:8001")
     assert worker_url(everywhere, host) == "http://192.0.2.10:8001"
+    assert not needs_forward(everywhere, host)
     loopback_only = replace(everywhere, argv=("vllm", "serve", "m", "--host", "127.0.0.1"))
-    with pytest.raises(ServiceUnreachable, match=r"listens on 127\.0\.0\.1 only"):
-        worker_url(loopback_only, host)
+    assert needs_forward(loopback_only, host)  # tests/perf/test_forward.py: the forward itself
     local = Host(name="l", address="192.0.2.10", transport=Host.Transport.LOCAL)
+    assert not needs_forward(loopback_only, local)
     assert worker_url(loopback_only, local) == "http://127.0.0.1:8001"
