@@ -1,0 +1,174 @@
+"""The seed deployment's story as whole deploy jobs (issue 11, "The seed's case as a test").
+
+The seed measured 74 tok/s single stream, switched on n-gram speculative decoding and
+found it slower, by hand, after the fact. Here: a baseline profile is deployed through the
+real deploy job (runner: request, approval, push, GPU-clean restart, journal check,
+readiness, benchmark) on a real systemd + sshd test host running the vLLM double at 74
+tok/s per stream, bound to loopback (measured through the SSH port forward); its first
+benchmark becomes the baseline. Then the n-gram variant (`--speculative-config '{"method":
+"ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4}'`), which the double serves
+15% slower (VLLM_DOUBLE_SPEC_SPEED_FACTOR=0.85: the seed measured 9–26%), is deployed:
+the perf step's gate says "regressed", the job rolls back, the host runs the baseline
+unit again, and the history says why with the gate's figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import AbstractBaseUser
+
+from audit.models import AuditEvent, AuditKind
+from audit.verify import verify_chain
+from deploys.jobs import queue, runner
+from deploys.models import DeployRequest, Host, JobStep
+from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
+from perf.models import Baseline, BenchPolicy, BenchRun
+from perf.services import BASELINE_ACCEPTED, REGRESSED
+from tests.deploys.conftest import module_testhost  # noqa: F401 (fixture)
+from tests.deploys.helpers import (
+    UNIT_DIR,
+    approved_request,
+    double_profile,
+    make_host,
+    make_users,
+)
+from tests.testhost.host import TestHost
+from units.services import profile_update
+
+pytestmark = pytest.mark.testhost
+
+# The double's speed (tests/doubles/vllm_double_config.py): 74 tok/s per stream after a
+# 60 ms first token; 0.85 of that with any speculative config.
+SEED_SPEED = {
+    "VLLM_DOUBLE_TOKENS_PER_S": "74",
+    "VLLM_DOUBLE_TTFT_MS": "60",
+    "VLLM_DOUBLE_SPEC_SPEED_FACTOR": "0.85",
+}
+# The seed's n-gram variant (units/management/commands/loaddemo.py NGRAM_CHANGES).
+NGRAM = {"spec_method": "ngram", "spec_num_tokens": 5, "spec_prompt_lookup_max": 4}
+NGRAM_FLAG = (
+    """--speculative-config '{"method": "ngram", "num_speculative_tokens": 5, """
+    """"prompt_lookup_max": 4}'"""
+)
+# Quick measurements: 4 requests × 32 tokens at concurrency 1, twice.
+POLICY = {"concurrency": [1], "num_requests": 4, "max_tokens": 32, "repeats": 2, "prompts": "chat"}
+
+
+@pytest.fixture
+def seedhost(module_testhost: TestHost) -> Iterator[TestHost]:  # noqa: F811 (fixture)
+    """The module's own host (its units hold 'GPU memory'), with no vllm-* unit left."""
+    yield module_testhost
+    module_testhost.nsenter(["sh", "-c", "systemctl stop 'vllm-*' 2>/dev/null; true"])
+
+
+@pytest.fixture
+def pair(transactional_db: None) -> tuple[AbstractBaseUser, AbstractBaseUser]:
+    return make_users()
+
+
+@pytest.fixture(autouse=True)
+def queued(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Approving hands the job to django-q2 on commit; here the test runs it itself."""
+    monkeypatch.setattr(queue, "async_task", lambda *args, **kwargs: None)
+
+
+def run(request: DeployRequest) -> DeployRequest:
+    runner.run_deploy(request.pk)
+    request.refresh_from_db()
+    return request
+
+
+def step(request: DeployRequest, name: str, phase: str = "main") -> JobStep:
+    return JobStep.objects.get(request=request, name=name, phase=phase)
+
+
+def ngram_variant(request: DeployRequest, pair: Any) -> DeployRequest:
+    """The next version of the request's profile with the seed's n-gram config, approved."""
+    profile = request.profile_version.profile
+    data = {**request.profile_version.data, **NGRAM}
+    version = profile_update(profile=profile, data=data, updated_by=None, comment="n-gram")
+    created = deploy_request_create(
+        profile_version=version, host=request.host, requested_by=pair[0], acknowledge_warnings=True
+    )
+    return deploy_request_approve(request=created, approver=pair[1])
+
+
+def running_argv(host: TestHost, unit: str) -> list[str]:
+    """What the unit's main process runs now (its /proc cmdline on the host)."""
+    pid = host.systemctl("show", "-p", "MainPID", "--value", unit).stdout.strip()
+    assert pid not in ("", "0"), f"{unit} has no main process"
+    return host.nsenter(["cat", f"/proc/{pid}/cmdline"]).stdout.split("\0")[:-1]
+
+
+def test_the_seeds_ngram_variant_regresses_and_the_job_puts_the_74_tok_s_baseline_back(
+    seedhost: TestHost, pair: Any
+) -> None:
+    site: Host = make_host(seedhost)
+    baseline = approved_request(site, *pair, data=double_profile(environment=SEED_SPEED))
+    profile = baseline.profile_version.profile
+    BenchPolicy.objects.create(profile=profile, **POLICY)
+    unit = f"{baseline.unit_name}.service"
+
+    # 1. the baseline: deployed, measured through the SSH port forward, accepted
+    baseline = run(baseline)
+    assert baseline.status == "succeeded", baseline.status_reason
+    bench = step(baseline, "benchmark")
+    assert (bench.status, bench.result["baseline"]) == ("succeeded", "set"), bench.log
+    assert "through an SSH port forward" in bench.log
+    assert [c["kind"] for c in bench.commands["records"]].count("forward") == 1
+    first_run = BenchRun.objects.get(pk=bench.result["bench_run"])
+    assert Baseline.objects.get(profile=profile, host=site).run == first_run
+    assert AuditEvent.objects.get(kind=BASELINE_ACCEPTED).payload["run"] == first_run.pk
+
+    # 2. the n-gram variant: the real perf step's gate fires, the job rolls back
+    variant = ngram_variant(baseline, pair)
+    assert NGRAM_FLAG in variant.unit_text and NGRAM_FLAG not in baseline.unit_text
+    variant = run(variant)
+    assert variant.status == "rolled_back", variant.status_reason
+    gate = step(variant, "benchmark")
+    assert (gate.status, gate.result["outcome"], gate.result["gate"]) == (
+        "failed",
+        "regressed",
+        "regressed",
+    )
+    assert gate.result["baseline_run"] == first_run.pk
+    assert variant.status_reason.startswith(
+        f"benchmark: slower than baseline run #{first_run.pk} (threshold 5%): "
+        "output_throughput at concurrency 1 down 1"
+    ), variant.status_reason
+    rollback = JobStep.objects.filter(request=variant, phase="rollback").order_by("pk")
+    assert [(s.name, s.status) for s in rollback] == [
+        (name, "succeeded")
+        for name in ("restore", "stop", "gpu_clean", "start", "journal_check", "readiness")
+    ]
+
+    # 3. the host runs the baseline unit again: its file, and the process systemd started
+    assert seedhost.read_file(f"{UNIT_DIR}/{unit}") == baseline.unit_text
+    state = seedhost.systemctl("show", "-p", "ActiveState,NeedDaemonReload", unit).stdout
+    assert state.split() == ["ActiveState=active", "NeedDaemonReload=no"]
+    argv = running_argv(seedhost, unit)
+    assert "serve" in argv and "/models/double-model" in argv, argv
+    assert "--speculative-config" not in argv
+    assert variant.host_state.endswith(
+        "active (running), answering /health; its file is the unit it had before this job"
+    )
+
+    # 4. the history says why, with the gate's figures; the baseline stays the baseline
+    regressed = AuditEvent.objects.get(kind=REGRESSED)
+    assert regressed.payload["request"] == variant.pk and regressed.payload["rollback"] is True
+    assert regressed.payload["baseline_run"] == first_run.pk
+    down = [r for r in regressed.payload["reasons"] if r.startswith("output_throughput")]
+    assert down and "(" in down[0] and "→" in down[0], regressed.payload["reasons"]
+    failed = AuditEvent.objects.get(
+        kind=AuditKind.JOB_STEP_FAILED, payload__request=variant.pk, payload__step="benchmark"
+    )
+    assert failed.payload["outcome"] == "regressed"
+    assert "output_throughput at concurrency 1 down" in failed.payload["reason"]
+    assert AuditEvent.objects.filter(
+        kind=AuditKind.DEPLOY_ROLLED_BACK, object_id=str(variant.pk)
+    ).exists()
+    assert Baseline.objects.get(profile=profile, host=site).run == first_run
+    assert verify_chain().ok
