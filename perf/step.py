@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deploys.jobs.steps import DeployContext, StepResult
+from perf.bench_thread import run_beside_the_job
 from perf.models import Baseline, BenchPolicy, BenchRun
 from perf.reach import Endpoint, ServiceUnreachable, measured_endpoint
 from perf.selectors import baseline_for, policy_for
@@ -26,7 +27,7 @@ from perf.services import (
     record_run,
 )
 from servebench.gate import NOISY, REGRESSED
-from servebench.runner import BenchError, Progress, RunSettings, run_sync
+from servebench.runner import BenchError, Progress, RunSettings
 from servebench.schema import BenchResult
 
 # RunSettings fields taken from a stored run's settings (what was measured, not where).
@@ -97,7 +98,7 @@ def _measure(ctx: DeployContext, policy: BenchPolicy, endpoint: Endpoint) -> Ste
     )
     _log_plan(ctx, settings, endpoint, baseline)
     try:
-        result = run_sync(settings, _progress_reporter(ctx), should_stop=ctx.cancel_requested)
+        result = run_beside_the_job(settings, _progress_reporter(ctx), ctx.cancel_requested)
     except BenchError as exc:
         return StepResult.failed(f"benchmark could not start: {exc}")
     run = record_run(

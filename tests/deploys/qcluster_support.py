@@ -93,7 +93,10 @@ def python(env: dict[str, str], script: str, *args: str) -> Any:
 
 
 def base_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    # Workers as in production: the test session's DJANGO_ALLOW_ASYNC_UNSAFE (for the
+    # browser tests) would hide ORM calls made inside an event loop.
+    dropped = ("DATABASE_URL", "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     # Long enough for a deploy job of the test profiles with its rollback (the runner
     # refuses jobs that could outlive it), still retry > timeout (checked at start).
     env.update(

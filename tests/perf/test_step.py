@@ -6,11 +6,13 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
+from django.utils import timezone
 
 from audit.models import AuditEvent
 from deploys.jobs import benchmark as hook
+from deploys.jobs.runner import _cancel_checker
 from deploys.jobs.steps import DeployContext, Outcome
-from deploys.models import Host
+from deploys.models import DeployRequest, Host
 from perf.models import Baseline, BenchPolicy, BenchRun
 from perf.reach import needs_forward, worker_url
 from perf.services import BASELINE_ACCEPTED, REGRESSED
@@ -104,6 +106,37 @@ def test_the_same_speed_again_passes_with_the_baselines_settings(
     first, second = BenchRun.objects.order_by("pk")
     assert second.settings["max_tokens"] == first.settings["max_tokens"] == 32
     assert second.settings_key == first.settings_key
+
+
+def test_the_benchmark_runs_in_a_real_worker_where_the_database_is_refused_inside_event_loops(
+    vllm_double: StartDouble,
+    deploy_ctx: Callable[..., DeployContext],
+    small_policy: BenchPolicy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The test session allows ORM calls from async contexts (tests/browser.py); a qcluster
+    # worker does not, and the job's cancel check and progress both use the database.
+    monkeypatch.delenv("DJANGO_ALLOW_ASYNC_UNSAFE", raising=False)
+    ctx = deploy_ctx(vllm_double(*SEED))
+    ctx.cancel_requested = _cancel_checker(ctx.request.pk)
+    ctx.on_progress = lambda message: Host.objects.filter(pk=ctx.host.pk).exists() and None
+    result = hook.benchmark(ctx)
+    assert result.outcome == Outcome.OK, result.reason
+
+
+def test_a_cancel_asked_for_during_the_benchmark_stops_it(
+    vllm_double: StartDouble,
+    deploy_ctx: Callable[..., DeployContext],
+    small_policy: BenchPolicy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("DJANGO_ALLOW_ASYNC_UNSAFE", raising=False)
+    ctx = deploy_ctx(vllm_double(*SEED))
+    DeployRequest.objects.filter(pk=ctx.request.pk).update(cancel_requested_at=timezone.now())
+    ctx.cancel_requested = _cancel_checker(ctx.request.pk)
+    result = hook.benchmark(ctx)
+    assert result.outcome == Outcome.FAILED
+    assert "cancel" in result.reason
 
 
 def test_an_incomplete_measurement_fails_the_step_without_a_rollback(
