@@ -6,7 +6,10 @@ import http.client
 import itertools
 import json
 import os
+import shutil
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -73,6 +76,40 @@ def test_registered_memory_counts_only_while_the_pid_lives(
     assert out.splitlines()[1] == "1, 1234"
     out = run_smi(gpus, capsys, "--query-gpu=memory.used", "--format=csv,nounits")
     assert out.splitlines()[0] == "memory.used [MiB]"  # the header keeps its unit
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching to another user needs root")
+def test_a_process_of_another_user_holds_gpu_memory_like_on_a_real_gpu(capsys: Any) -> None:
+    # A unit with User=vllm (the demo profiles) runs vLLM as that user; on a test host the
+    # state directory is made like /dev/shm at boot (tests/testhost/install.py).
+    shared = Path(tempfile.mkdtemp(prefix="gpu-double-", dir="/tmp"))
+    try:
+        shared.chmod(0o1777)
+        config = gpu_state.GpuConfig(gpu_count=2, state_dir=str(shared / "state"))
+        shared_state = shared / "state"
+        shared_state.mkdir(mode=0o1777)
+        shared_state.chmod(0o1777)
+        gpu_state.register(config, 0, os.getpid(), 100)  # root's process came first
+        other = subprocess.Popen(["sleep", "30"])
+        script = (
+            "import sys; from tests.doubles import gpu_state; "
+            "gpu_state.register(gpu_state.GpuConfig(gpu_count=2, state_dir=sys.argv[1]), "
+            "0, int(sys.argv[2]), 2000)"
+        )
+        as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        done = subprocess.run(
+            [*as_nobody, sys.executable, "-c", script, str(shared_state), str(other.pid)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        out = run_smi(config, capsys, "--query-gpu=memory.used", "--format=csv,noheader,nounits")
+        assert out.splitlines() == ["2100", "0"]
+        other.kill()
+        other.wait()
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 def test_compute_apps_header_is_canonical_and_rows_per_gpu(

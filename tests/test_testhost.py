@@ -160,6 +160,28 @@ def test_vllm_unit_serves_on_its_gpus_and_stop_frees_memory(testhost: TestHost) 
     wait_for("GPU memory freed", lambda: not any(gpu_used(testhost).values()), timeout=10)
 
 
+def test_the_demo_profiles_unit_runs_as_user_vllm_from_opt_vllm_and_holds_its_gpus(
+    testhost: TestHost,
+) -> None:
+    # The README's tour deploys the demo profiles (User=vllm, /opt/vllm/bin/vllm) here.
+    [port] = pick_free_ports(1, start=18050)
+    testhost.write_file(
+        "/etc/systemd/system/vllm-demo.service",
+        "[Service]\nType=exec\nUser=vllm\nGroup=vllm\n"
+        "Environment=CUDA_VISIBLE_DEVICES=6,7 VLLM_DOUBLE_LOAD_S=1\n"
+        f"ExecStart=/opt/vllm/bin/vllm serve /models/m --port {port} -tp 2\nTimeoutStopSec=5\n",
+    )
+    testhost.ssh(["systemctl", "daemon-reload"], check=True)
+    testhost.ssh(["systemctl", "start", "vllm-demo.service"], check=True)
+    try:
+        wait_for("/health", lambda: healthy(testhost, port), timeout=30)
+        used = gpu_used(testhost)
+        assert used[6] == used[7] == int(0.9 * 143771)
+    finally:
+        testhost.ssh(["systemctl", "stop", "vllm-demo.service"])
+    wait_for("GPU memory freed", lambda: not any(gpu_used(testhost).values()), timeout=10)
+
+
 def test_leftover_worker_escapes_stop_and_keeps_gpu_memory(testhost: TestHost) -> None:
     [port] = pick_free_ports(1, start=18100)
     install_vllm_unit(

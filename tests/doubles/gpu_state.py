@@ -8,6 +8,7 @@ Stdlib only: it also runs inside minimal test hosts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
@@ -102,7 +103,12 @@ class Registration:
 def register(config: GpuConfig, gpu: int, pid: int, mib: int) -> None:
     """Record that pid holds mib on gpu (atomic rename: readers never see half a file)."""
     gpu_dir = Path(config.state_dir) / str(gpu)
-    gpu_dir.mkdir(parents=True, exist_ok=True)
+    if not gpu_dir.is_dir():
+        gpu_dir.mkdir(parents=True, exist_ok=True)
+        # Any user's process holds GPU memory on a real GPU (a unit with User=vllm): the
+        # directory is shared like /dev/shm (sticky: each removes only its own files).
+        with contextlib.suppress(PermissionError):
+            gpu_dir.chmod(0o1777)
     tmp = gpu_dir / f".{pid}.tmp"
     tmp.write_text(f"{int(mib)}\n")
     os.replace(tmp, gpu_dir / str(pid))

@@ -9,6 +9,10 @@ Layout inside the host (all of it clearly a double, never product code):
   /usr/local/bin/vllm                      a Python entry-point script, as pip writes one
                                            (`#!python`), running the vLLM double
   /etc/gpu-double/config.json              GPU count/model, vLLM double knobs
+  /opt/vllm/bin/vllm, user and group vllm  what the seed's units (and the demo profiles)
+                                           name: `User=vllm`, `/opt/vllm/bin/vllm serve`
+  /etc/tmpfiles.d/gpu-double.conf          the GPU state directory, writable by every
+                                           user like /dev/shm (a real GPU serves any user)
 The vLLM flag catalogs are bind-mounted read-only at their checkout path, so the double
 reads exactly what the generator committed, live.
 """
@@ -92,6 +96,40 @@ def _put_on_python_path(root: Path, python: str, directory: str) -> None:
     (target / "specadmin-vllm-double.pth").write_text(directory + "\n")
 
 
+def _seed_layout(root: Path, state_dir: str) -> None:
+    """The seed host's account and vLLM path, and GPU state any user's process may hold.
+
+    /run is a fresh tmpfs at every boot, so the state directory comes from tmpfiles.d
+    (tmpfiles.d(5): `d PATH MODE USER GROUP`).
+    """
+    tmpfiles = root / "etc/tmpfiles.d/gpu-double.conf"
+    tmpfiles.parent.mkdir(parents=True, exist_ok=True)
+    tmpfiles.write_text(f"d {state_dir} 1777 root root -\n")
+    link = root / "opt/vllm/bin/vllm"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.unlink(missing_ok=True)
+    link.symlink_to("/usr/local/bin/vllm")
+    # --root writes the overlay's /etc/passwd, /etc/group and /etc/shadow, never the
+    # machine's; exit status 9 means the lower root already has the account.
+    done = subprocess.run(
+        [
+            "useradd",
+            "--root",
+            str(root),
+            "--system",
+            "--user-group",
+            "--no-create-home",
+            "--shell",
+            "/usr/sbin/nologin",
+            "vllm",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode not in (0, 9):
+        raise RuntimeError(f"useradd vllm in {root}: {done.stderr.strip()}")
+
+
 def install_doubles(
     root: Path,
     *,
@@ -127,6 +165,7 @@ def install_doubles(
     cfg_path = root / HOST_CONFIG.lstrip("/")
     cfg_path.parent.mkdir(parents=True, exist_ok=True)
     cfg_path.write_text(json.dumps(cfg, indent=2) + "\n")
+    _seed_layout(root, cfg["state_dir"])
     args = []
     if CATALOG_DIR.is_dir():
         args.append(f"--bind-ro={CATALOG_DIR}")
