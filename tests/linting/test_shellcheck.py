@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
-from linting import context
+from linting import context, engine
 from linting.engine import lint_paths, lint_text
 from linting.options import LintOptions
 from linting.shell import shellcheck as sc
@@ -183,6 +184,48 @@ def test_batches_shrink_to_keep_every_core_busy_to_the_end() -> None:
     assert sc.batch_size(10**7, 2) == sc.MAX_BATCH
 
 
+def test_the_scripts_left_at_the_end_are_dealt_out_in_shrinking_batches() -> None:
+    sizes = sc.tail_sizes(750, 2)
+    assert sum(sizes) == 750
+    assert sizes[0] == 188  # a quarter of what is left: half a share per core
+    assert sizes == sorted(sizes, reverse=True)
+    assert min(sizes[:-1]) == sc.TAIL_BATCH and sizes[-1] <= sc.TAIL_BATCH  # none under that
+    assert sc.tail_sizes(sc.MIN_BATCH, 2) == [sc.MIN_BATCH]  # an ordinary run: one process
+    assert sc.tail_sizes(0, 2) == []
+
+
+def test_finish_re_deals_the_batches_no_process_has_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One process at a time, held until every script is submitted: the first batch is
+    running, the other full batches wait in the queue and are split again at `finish`."""
+    running, release = threading.Event(), threading.Event()
+    started: list[int] = []
+    real = sc.run_process
+
+    def held(argv: list[str], cwd: str, timeout: float) -> subprocess.CompletedProcess[str]:
+        started.append(len([a for a in argv if a.endswith(".sh")]))
+        running.set()
+        release.wait(timeout=60)
+        return real(argv, cwd, timeout)
+
+    monkeypatch.setattr(sc, "run_process", held)
+    scripts = [ShellScript(traced(f"echo $foo{i}"), "bash") for i in range(200)]
+    with sc.ShellCheckPool(processes=1, expected=200) as pool:
+        pending = [pool.submit(script) for script in scripts]
+        assert running.wait(timeout=60)
+        pool.finish()
+        release.set()
+        results = [check.result() for check in pending]
+    first = sc.MIN_BATCH  # the batch already running when finish() came
+    assert started[0] == first
+    assert started[1:] == sc.tail_sizes(200 - first, 1)
+    assert all(
+        only(found, "SC2086").span == at(COL + 5, 4 + len(str(i)))
+        for i, found in enumerate(results)
+    )
+
+
 def test_a_script_submitted_twice_in_a_run_is_checked_once(spawns: list[list[str]]) -> None:
     with sc.ShellCheckPool() as pool:
         first = pool.submit(ShellScript(traced("echo $foo"), "bash"))
@@ -305,6 +348,34 @@ def test_shellcheck_starts_while_later_units_are_still_unparsed(
     report = lint_paths([str(tmp_path)], LintOptions())
     assert sum(f.code == "SC2086" for f in report.findings) == 300
     assert parsed_at_spawn and min(parsed_at_spawn) < 300 / 2
+
+
+def test_shellcheck_starts_before_the_last_files_are_read(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    read: list[str] = []
+    real_load = engine.load_unit
+
+    def counting_load(path: str, stdin_text: str | None = None) -> object:
+        read.append(path)
+        return real_load(path, stdin_text)
+
+    read_at_spawn: list[int] = []
+    real_run = sc.run_process
+
+    def noting_run(argv: list[str], cwd: str, timeout: float) -> subprocess.CompletedProcess[str]:
+        read_at_spawn.append(len(read))
+        return real_run(argv, cwd, timeout)
+
+    monkeypatch.setattr(engine, "load_unit", counting_load)
+    monkeypatch.setattr(sc, "run_process", noting_run)
+    for i in range(300):
+        (tmp_path / f"u{i:03d}.service").write_text(
+            f"[Service]\nExecStart=/bin/bash -c 'echo $$foo{i}'\n", encoding="utf-8"
+        )
+    report = lint_paths([str(tmp_path)], LintOptions())
+    assert sum(f.code == "SC2086" for f in report.findings) == 300
+    assert read_at_spawn and min(read_at_spawn) < 300 / 2
 
 
 def lint_codes_and_messages(text: str) -> list[tuple[str, str]]:
