@@ -16,6 +16,7 @@ from linting.config import ConfigError, load_config
 from linting.engine import lint_paths
 from linting.findings import Severity
 from linting.fixes import fixed_texts, unified_diff
+from linting.gc_tuning import fewer_collections
 from linting.options import LintOptions
 from linting.report import Report
 from linting.reporters import FORMATS, render
@@ -196,7 +197,9 @@ def run(
     """Run the command. `source` replaces file linting (e.g. stored profiles: the
     positional arguments are then names, and none means all)."""
     try:
-        return _run(argv, stdout, stderr, prog, source=source, source_name=source_name)
+        # The command owns its process, so the collector may run less often (gc_tuning.py).
+        with fewer_collections():
+            return _run(argv, stdout, stderr, prog, source=source, source_name=source_name)
     except (KeyboardInterrupt, SystemExit, BrokenPipeError):
         raise
     except Exception as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import os
@@ -14,6 +15,7 @@ import pytest
 import linting.cli
 from linting.cli import run
 from linting.engine import _active
+from linting.gc_tuning import RUN_THRESHOLD
 from linting.options import LintOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -283,3 +285,21 @@ def test_internal_error_exits_two_with_one_line_not_a_traceback(
     monkeypatch.setenv("LINTUNITS_DEBUG", "1")
     with pytest.raises(RuntimeError):
         lint(str(units / "good.service"))
+
+
+def test_a_run_collects_garbage_less_often_and_restores_the_thresholds(
+    units: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    during: list[tuple[int, int, int]] = []
+    real = linting.cli.lint_paths
+
+    def noting(paths: list[str], options: LintOptions) -> object:
+        during.append(gc.get_threshold())
+        return real(paths, options)
+
+    monkeypatch.setattr(linting.cli, "lint_paths", noting)
+    before = gc.get_threshold()
+    code, _, _ = lint(str(units / "good.service"))
+    assert code == 0
+    assert during == [(RUN_THRESHOLD, *before[1:])]
+    assert gc.get_threshold() == before
