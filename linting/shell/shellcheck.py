@@ -58,6 +58,7 @@ __all__ = [
     "dialect_for",
     "find_shellcheck",
     "shellcheck_input",
+    "usable_cpus",
 ]
 
 # Names the shell itself accepts as variables; anything else from Environment= (systemd
@@ -101,6 +102,16 @@ def tail_sizes(waiting: int, processes: int) -> list[int]:
         sizes.append(size)
         waiting -= size
     return sizes
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity mask (`taskset`, a CI runner's or a
+    container's cpuset), which `os.cpu_count()` ignores: 16 ShellCheck processes for the
+    2 CPUs a job was given would only take turns."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
 
 
 def find_shellcheck() -> str:
@@ -195,7 +206,7 @@ class ShellCheckPool:
         expected: int = 0,
     ) -> None:
         self.excluded = _normalise_codes(exclude)
-        self.processes = processes or os.cpu_count() or 1
+        self.processes = processes or usable_cpus()
         self.batch_size = batch_size(expected, self.processes)
         self._binary: tuple[str, str] | None = None  # (path, identity)
         self._missing: ShellCheckUnavailable | None = None

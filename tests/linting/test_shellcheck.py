@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -224,6 +225,12 @@ def test_finish_re_deals_the_batches_no_process_has_started(
         only(found, "SC2086").span == at(COL + 5, 4 + len(str(i)))
         for i, found in enumerate(results)
     )
+
+
+def test_one_process_per_cpu_this_process_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 5}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert sc.ShellCheckPool().processes == 2  # `taskset -c 0,5`, a CI job's cpuset
 
 
 def test_a_script_submitted_twice_in_a_run_is_checked_once(spawns: list[list[str]]) -> None:
