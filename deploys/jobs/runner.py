@@ -216,18 +216,21 @@ def _after_failure(ctx: DeployContext, name: str, result: StepResult) -> JobOutc
         return JobOutcome(Status.FAILED, f"{reason}; rollback is switched off for this profile")
     failed = _rollback(ctx)
     if failed is None:
-        back = (
-            "the previous unit is running and ready again"
-            if ctx.healthy
-            else (
-                "the previous unit is back in place"
-                + ("" if ctx.restart_previous else " (it did not run before the job)")
-            )
-        )
-        return JobOutcome(Status.ROLLED_BACK, f"{reason}; rolled back: {back}")
+        return JobOutcome(Status.ROLLED_BACK, f"{reason}; rolled back: {_rolled_back_to(ctx)}")
     step, why = failed
     return JobOutcome(
         Status.ROLLBACK_FAILED, f"{reason}; THE ROLLBACK FAILED too, at {step}: {why}"
+    )
+
+
+def _rolled_back_to(ctx: DeployContext) -> str:
+    """Where a successful rollback left the host, in words for the request's page."""
+    if ctx.unit_gone:
+        return "the new unit was removed again (the host had none before)"
+    if ctx.healthy:
+        return "the previous unit is running and ready again"
+    return "the previous unit is back in place" + (
+        "" if ctx.restart_previous else " (it did not run before the job)"
     )
 
 

@@ -580,3 +580,7 @@ def test_a_new_unit_that_fails_to_start_is_removed_again(
     assert gpuhost.nsenter(["test", "-e", f"{UNIT_DIR}/{request.unit_name}.service"]).returncode
     assert "not known to systemd; no unit file" in request.host_state
     assert AuditEvent.objects.filter(kind="unit.removed").exists()
+    # what the page says: no "previous unit" that could be back in place
+    assert request.status_reason.endswith(
+        "; rolled back: the new unit was removed again (the host had none before)"
+    ), request.status_reason
