@@ -85,8 +85,9 @@ def test_the_script_runs_baseline_and_variant_and_writes_the_gate_verdict(tmp_pa
 def test_decoding_with_the_gpu_size_model_is_gpu_bound() -> None:
     """Batch-1 decoding as the server does it (`generate`): the GPU's kernels are busy for
     most of each step's wall time (kernel time from torch.profiler; wall time from runs
-    without it), so the CPU's launch overhead is not what limits the speed. Measured in a child process, so this
-    pytest process never holds GPU memory (tests/gpu counts every compute process)."""
+    without it), so the CPU's launch overhead is not what limits the speed. Measured in a
+    child process, so this pytest process never holds GPU memory (tests/gpu counts every
+    compute process)."""
     done = subprocess.run(
         [sys.executable, "-m", "tests.gpu_test_server.gpu_bound"],
         capture_output=True,
