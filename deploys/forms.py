@@ -9,7 +9,7 @@ from django import forms
 from deploys.addresses import host_address_problem
 from deploys.models import DeployRequest, Host
 from deploys.selectors import deployable_hosts, deployable_versions, host_list
-from deploys.services.hosts import KEY_MATERIAL_ERROR, looks_like_key_material
+from deploys.services.hosts import KEY_MATERIAL_ERROR, clean_key_file, looks_like_key_material
 from deploys.unit_policy import denied_unit_reason
 from units.models import ProfileVersion
 from units.names import validate_unit_name
@@ -52,6 +52,16 @@ class HostForm(forms.ModelForm):
             self.data["key_file"] = ""
             raise forms.ValidationError(KEY_MATERIAL_ERROR)
         return key_file
+
+    def clean(self) -> dict[str, Any]:
+        """The key file path is checked in step 1, before anyone compares a fingerprint."""
+        data = super().clean()
+        if data.get("transport") == Host.Transport.SSH and "key_file" not in self.errors:
+            try:
+                clean_key_file(data.get("auth", ""), data.get("key_file", ""))
+            except forms.ValidationError as exc:
+                self.add_error(None, exc)
+        return data
 
     def service_kwargs(self) -> dict[str, Any]:
         return {f: self.cleaned_data[f] for f in self.Meta.fields}

@@ -75,7 +75,8 @@ def looks_like_key_material(text: str) -> bool:
     return "PRIVATE KEY" in text or "\n" in text.strip()
 
 
-def _clean_key_file(auth: str, key_file: str) -> str:
+def clean_key_file(auth: str, key_file: str) -> str:
+    """The key file path as stored (empty with agent auth); ValidationError on key_file."""
     key_file = key_file.strip()
     if auth == Host.Auth.AGENT:
         return ""
@@ -120,7 +121,7 @@ def host_create(
     )
     key: HostKeyInfo | None = None
     if transport == Host.Transport.SSH:
-        host.key_file = _clean_key_file(auth, key_file)
+        host.key_file = clean_key_file(auth, key_file)
         key = _confirmed_key(host, host_key, confirmed_fingerprint)
         now = timezone.now()
         host.presented_host_key = host.host_key = _key_line(key)
@@ -303,7 +304,7 @@ def host_update(*, host: Host, actor: User, **values: Any) -> list[str]:
             new[text] = str(new[text]).strip()
         _check_address(new["address"])
         if new["transport"] == Host.Transport.SSH:
-            new["key_file"] = _clean_key_file(new["auth"], str(new["key_file"]))
+            new["key_file"] = clean_key_file(new["auth"], str(new["key_file"]))
         else:
             new["key_file"] = ""
         changes = {

@@ -132,6 +132,24 @@ def test_add_host_in_two_steps_shows_the_fingerprint_then_pins_it(
     assert b"BEGIN" not in page.content  # no key material, only the path
 
 
+@pytest.mark.parametrize(
+    ("key_file", "message"),
+    [("id_ed25519", b"Use an absolute path"), ("", b"A key file path is required")],
+)
+def test_add_host_refuses_an_unusable_key_file_path_in_step_one_before_the_fingerprint(
+    people: People, monkeypatch: pytest.MonkeyPatch, key_file: str, message: bytes
+) -> None:
+    # Said only after the admin had compared and confirmed the fingerprint, this sent them
+    # back to step 1 to read and compare it all over again.
+    probed: list[str] = []
+    monkeypatch.setattr(hosts, "probe_host_key", lambda address, *a: probed.append(address))
+    step1 = client_for(people.ada).post(
+        url("host_add"), {**HOST_FORM, "key_file": key_file, "step": "probe"}
+    )
+    assert step1.status_code == 200 and message in step1.content
+    assert probed == [] and not Host.objects.exists()
+
+
 def test_add_host_with_a_pasted_private_key_refuses_and_never_echoes_it(
     people: People, monkeypatch: pytest.MonkeyPatch
 ) -> None:
