@@ -118,4 +118,5 @@ class Baseline(models.Model):
         permissions = [("accept_baseline", "Can accept a benchmark result as the new baseline")]
 
     def __str__(self) -> str:
-        return f"baseline of {self.profile_id} on {self.host_id}: run #{self.run_id}"
+        # Names, as every page shows them: the history keeps this text (audit object_repr).
+        return f"baseline of {self.profile.name} on {self.host.name}: run #{self.run_id}"

@@ -57,6 +57,9 @@ def test_the_first_measurement_becomes_the_baseline_and_says_so_in_the_history(
     event = AuditEvent.objects.get(kind=BASELINE_ACCEPTED)
     assert event.payload["run"] == run.pk and event.payload["previous_run"] is None
     assert "first benchmark" in event.payload["reason"]
+    # the history's Object column names them as the pages do, not by database ids
+    profile, host = small_policy.profile.name, ctx.host.name
+    assert event.object_repr == f"baseline of {profile} on {host}: run #{run.pk}"
 
 
 def test_the_seeds_ngram_variant_15_percent_slower_is_a_regression_that_asks_for_rollback(
