@@ -30,6 +30,14 @@ class Command:
         is not changed after the command is built, and rules read this often."""
         return [displayed(a.value.text) for a in self.args]
 
+    @cached_property
+    def shell(self) -> tuple[ShellInvocation, ExpandedArg] | None:
+        """The `-c` script of a shell command (see `shell_script`); a dozen rules ask."""
+        found = find_shell_script(self.argv)
+        if found is None:
+            return None
+        return found, self.args[found.script_index]
+
 
 def load_word(command: Command, word_index: int) -> Word:
     """The raw (unquoted, pre-specifier) word behind load-time argv[word_index]."""
@@ -39,7 +47,4 @@ def load_word(command: Command, word_index: int) -> Word:
 
 def shell_script(command: Command) -> tuple[ShellInvocation, ExpandedArg] | None:
     """The `-c` script of a shell command, as the shell receives it."""
-    found = find_shell_script(command.argv)
-    if found is None:
-        return None
-    return found, command.args[found.script_index]
+    return command.shell

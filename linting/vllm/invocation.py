@@ -329,7 +329,6 @@ class _Parser:
         if text in spec.also_accepts or has_unknown(text):
             return  # an unknown value (an unread EnvironmentFile=) may be right
         problem = check_type(spec.type, text, self.catalog.version)
-        name = _names(spec)
         if problem is not None:
             kind = ArgProblemKind.INVALID_JSON if spec.type == "json" else ArgProblemKind.WRONG_TYPE
             self._problem(kind, value, problem, option, data={"type": spec.type})
@@ -339,7 +338,7 @@ class _Parser:
             self._problem(
                 ArgProblemKind.INVALID_CHOICE,
                 value,
-                f'argparse exits with "argument {name}: invalid choice: {text!r}"',
+                f'argparse exits with "argument {_names(spec)}: invalid choice: {text!r}"',
                 option,
                 suggestion=suggestion,
                 data={"choices": [str(c) for c in spec.choices]},

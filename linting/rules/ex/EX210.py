@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from linting.commands import shell_script
@@ -9,6 +10,9 @@ from linting.findings import Hit, Severity
 from linting.rules.registry import rule
 
 _KNOCK_ONS = ("VL320", "VL321", "VL323", "VL326", "VL328", "VL330")
+# `$$` and `${` are skipped whole; otherwise the `$` and the word characters after it
+# (`\w`: str.isalnum() or `_`, the characters of a name).
+_DOLLAR = re.compile(r"\$(?:[${]|(\w*))")
 
 
 @rule("EX210", Severity.ERROR, supersedes=_KNOCK_ONS)
@@ -56,19 +60,7 @@ def braceless_variable_inside_word(ctx: UnitContext) -> Iterator[Hit]:
 
 def _braceless(text: str) -> Iterator[tuple[int, str]]:
     """(offset, name) of each `$name` not written as `$$` or `${`."""
-    i = 0
-    while i < len(text) - 1:
-        if text[i] != "$":
-            i += 1
-            continue
-        nxt = text[i + 1]
-        if nxt in "${":
-            i += 2
-            continue
-        j = i + 1
-        while j < len(text) and (text[j].isalnum() or text[j] == "_"):
-            j += 1
-        name = text[i + 1 : j]
+    for match in _DOLLAR.finditer(text):
+        name = match.group(1)
         if name and not name[0].isdigit():
-            yield i, name
-        i = max(j, i + 1)
+            yield match.start(), name
