@@ -99,6 +99,13 @@ def test_a_profile_without_automatic_rollback_still_ends_regressed_but_keeps_the
 def test_the_same_speed_again_passes_with_the_baselines_settings(
     vllm_double: StartDouble, deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
 ) -> None:
+    # The same double twice: only this machine's noise differs between the runs, and on a
+    # loaded machine that alone moves the 60 ms TTFT by ±10% — past the default 5% threshold,
+    # and with 2 + 2 repeats all of one side is worse by chance 1 time in 6 (servebench.gate).
+    # What this test is about is which settings are compared (asserted below), so the
+    # threshold sits far above the noise; the regression tests keep 5% for 15% slowdowns.
+    small_policy.threshold_pct = 50
+    small_policy.save()
     url = vllm_double(*SEED)
     assert hook.benchmark(deploy_ctx(url)).ok
     small_policy.max_tokens = 64  # a later policy change does not change what is compared
@@ -107,6 +114,7 @@ def test_the_same_speed_again_passes_with_the_baselines_settings(
     assert result.outcome == Outcome.OK, result.reason
     assert result.data["gate"] == "pass"
     first, second = BenchRun.objects.order_by("pk")
+    assert result.data["baseline_run"] == first.pk
     assert second.settings["max_tokens"] == first.settings["max_tokens"] == 32
     assert second.settings_key == first.settings_key
 
