@@ -6,10 +6,11 @@ so nothing here is a fixture.
 
 from __future__ import annotations
 
+import re
 import secrets
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,10 +49,18 @@ def wait_for(pred: Callable[[], object], timeout: float = 10, step: float = 0.05
         time.sleep(step)
 
 
-def sshd_sessions(host: TestHost) -> set[int]:
-    """PIDs of the test host's sshd session processes (to kill a connection mid-upload)."""
-    out = host.nsenter(["pgrep", "-f", "^sshd: root"]).stdout
-    return {int(p) for p in out.split()}
+def sshd_serving(host: TestHost, client_ports: Iterable[int]) -> set[int]:
+    """PIDs of the test host's sshd processes that hold the connections coming from these
+    local ports (to kill one connection mid-upload). Matched by the socket, not by which
+    sshd appeared when: another connection's session, starting or ending meanwhile, is
+    never among them (`ss -p` lists the processes holding each socket)."""
+    pids: set[int] = set()
+    for port in client_ports:
+        out = host.nsenter(
+            ["ss", "-Htnp", "state", "established", f"( sport = :{host.port} and dport = :{port} )"]
+        ).stdout
+        pids.update(int(pid) for pid in re.findall(r"pid=(\d+)", out))
+    return pids
 
 
 # -- without a real host (services, views) ------------------------------------------------

@@ -37,7 +37,7 @@ from tests.deploys.helpers import (
     make_host,
     make_users,
     push_only,
-    sshd_sessions,
+    sshd_serving,
     step_rows,
     unique,
     wait_for,
@@ -114,6 +114,14 @@ class ThrottledProxy:
             for s in (src, dst):
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
+
+    def upstream_ports(self) -> list[int]:
+        """The local ports of the connections to sshd (what sshd sees as the client)."""
+        ports = []
+        for s in self._sockets[1::2]:  # (client, server) pairs
+            with contextlib.suppress(OSError):
+                ports.append(s.getsockname()[1])
+        return ports
 
     def close(self) -> None:
         self._closed = True
@@ -273,7 +281,6 @@ def test_connection_killed_mid_upload_leaves_unit_unchanged_and_fails_clearly(
     request = approved_request(site, *pair, name=name, environment=environment)
     assert len(request.unit_text.encode()) > 150 * 1024
     proxy.rate = 48 * 1024  # the upload now takes ~4 s
-    before = sshd_sessions(testhost)
     killed: list[int] = []
 
     def kill_when_half_uploaded() -> None:
@@ -283,7 +290,7 @@ def test_connection_killed_mid_upload_leaves_unit_unchanged_and_fails_clearly(
             )
 
         if wait_for(partial, timeout=60, step=0.05):
-            ours = sshd_sessions(testhost) - before
+            ours = sshd_serving(testhost, proxy.upstream_ports())
             testhost.nsenter(["kill", "-KILL", *map(str, ours)], check=True)
             killed.extend(ours)
 
