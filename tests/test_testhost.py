@@ -274,11 +274,11 @@ def test_ignore_sigterm_makes_stop_wait_for_the_timeout(testhost: TestHost) -> N
     )
     testhost.ssh(["systemctl", "start", unit], check=True)
     wait_for("/health", lambda: healthy(testhost, port), timeout=30)
-    started = time.monotonic()
     testhost.ssh(["systemctl", "stop", unit])
-    assert time.monotonic() - started >= 4.5  # TimeoutStopSec=5, then SIGKILL
     journal = wait_for("timeout in journal", lambda: testhost.journal(unit, output="short"))
     assert "ignoring SIGTERM" in journal
+    # TimeoutStopSec= ran out, then SIGKILL (systemd's own words, src/core/service.c).
+    assert "State 'stop-sigterm' timed out. Killing." in journal
     assert gpu_used(testhost)[7] == 0
 
 

@@ -134,7 +134,6 @@ def test_leftover_kill_engine_start_failure_rollback_and_cancel_through_workers(
     assert v3["status"] == "rolled_back", v3
     journal = next(s for s in v3["steps"] if s[:2] == ["main", "journal_check"])
     assert "Unsupported speculative method: 'suffix'" in journal[3]
-    assert float(journal[3].rsplit("(", 1)[1].split(" s after")[0]) < 10
     assert "previous unit is running and ready again" in v3["reason"]
     assert [s[2] for s in v3["steps"] if s[0] == "rollback"] == ["succeeded"] * 6
 

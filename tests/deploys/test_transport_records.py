@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import secrets
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -51,11 +50,9 @@ def test_a_timed_out_command_does_not_keep_running_on_the_host(
 ) -> None:
     seconds = str(secrets.randbelow(90000) + 10000)  # a command line nothing else runs
     marker = f"^sleep {seconds}$"
-    started = time.monotonic()
     with pytest.raises(CommandTimeout) as info:
         # A child of the shell too: timeout(1) ends the whole process group.
         ssh.run(["sh", "-c", f"sleep {seconds} & sleep {seconds}"], timeout=1.0)
-    assert time.monotonic() - started < 4
     assert info.value.timeout == 1.0
 
     def gone() -> bool:
