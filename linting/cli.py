@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -124,8 +125,18 @@ def build_parser(prog: str = "lintunits") -> argparse.ArgumentParser:
     return p
 
 
-def _codes(values: Sequence[str] | None) -> tuple[str, ...]:
-    return tuple(c.strip().upper() for v in values or () for c in v.split(",") if c.strip())
+def _codes(values: Sequence[str] | None, where: str = "") -> tuple[str, ...]:
+    """Upper-cased codes; one that names no rule is a usage error: a typo would otherwise
+    select nothing (or ignore nothing) and the run would pass in silence."""
+    codes = tuple(c.strip().upper() for v in values or () for c in v.split(",") if c.strip())
+    known = [rule.code for rule in all_rules()]
+    for code in codes:
+        shellcheck = re.fullmatch(r"SC\d*", code) is not None  # ShellCheck's own SC#### too
+        if code != "ALL" and not shellcheck and not any(k.startswith(code) for k in known):
+            raise UsageError(
+                f"{where}: {code!r} is no rule code, family or prefix (see --list-rules)"
+            )
+    return codes
 
 
 def _options(args: argparse.Namespace, config: dict) -> tuple[LintOptions, str]:
@@ -159,8 +170,11 @@ def _options(args: argparse.Namespace, config: dict) -> tuple[LintOptions, str]:
         systemd_version=int(systemd_version) if systemd_version is not None else None,
         vllm_version=args.vllm_version,
         vllm_version_default=str(configured_vllm) if configured_vllm is not None else None,
-        select=_codes(args.select) if args.select is not None else _codes(config.get("select")),
-        ignore=_codes(args.ignore) + _codes(config.get("ignore")),
+        select=_codes(args.select, "--select")
+        if args.select is not None
+        else _codes(config.get("select"), "[tool.lintunits] select"),
+        ignore=_codes(args.ignore, "--ignore")
+        + _codes(config.get("ignore"), "[tool.lintunits] ignore"),
         fail_on=severity,
         shellcheck=not args.no_shellcheck and bool(config.get("shellcheck", True)),
     )

@@ -107,6 +107,29 @@ def test_unknown_option_exits_two(capsys: pytest.CaptureFixture[str]) -> None:
     assert "unrecognized arguments" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("option", ["--select", "--ignore"])
+def test_a_mistyped_rule_code_is_a_usage_error_not_a_silently_empty_selection(
+    units: Path, option: str
+) -> None:
+    # `--select OP47` once selected nothing at all: "Found 0 errors", exit 0.
+    code, _, err = lint(str(units / "warn.service"), option, "OP402,OP47")
+    assert code == 2 and "OP47" in err and "--list-rules" in err
+    assert "OP402" not in err
+
+
+def test_a_mistyped_rule_code_in_pyproject_names_the_setting(units: Path) -> None:
+    (units / "pyproject.toml").write_text('[tool.lintunits]\nignore = ["OP405", "VL3O1"]\n')
+    code, _, err = lint(str(units / "warn.service"), "--config", str(units / "pyproject.toml"))
+    assert code == 2 and "VL3O1" in err and "ignore" in err
+
+
+@pytest.mark.parametrize("codes", ["ALL", "OP", "op402", "SC", "SC2086", "S", "VL3"])
+def test_rule_codes_families_prefixes_and_shellcheck_codes_are_accepted(
+    units: Path, codes: str
+) -> None:
+    assert lint(str(units / "warn.service"), "--no-shellcheck", "--select", codes)[0] in (0, 1)
+
+
 def test_unknown_versions_exit_two(units: Path) -> None:
     code, _, err = lint(str(units / "good.service"), "--vllm-version", "latest")
     assert code == 2 and "latest" in err
