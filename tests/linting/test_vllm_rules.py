@@ -119,6 +119,16 @@ def test_vl301_nested_double_quotes_point_at_the_unquoted_key() -> None:
     assert "single quotes" in f.message
 
 
+def test_vl301_json_that_kept_its_shell_quotes_says_to_drop_them() -> None:
+    # What a profile renders from `--speculative-config '{…}'` pasted into Extra arguments
+    # (the value is taken as written): vLLM receives the quotes too.
+    written = '"\'{\\"method\\": \\"ngram\\"}\'"'  # systemd's \" inside "…"
+    text = unit(f"{VLLM} --speculative-config {written}")
+    f = only(lint(text, "0.16.0"), "VL301")
+    assert f.data["received"] == """'{"method": "ngram"}'"""
+    assert "the ' quotes around it are part of the value" in f.message
+
+
 def test_vl301_truncated_json_points_after_the_last_character() -> None:
     text = unit(f'{VLLM} --speculative-config \'{{"method": "ngram"\'')
     f = only(lint(text, "0.11.0"), "VL301")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from linting.context import UnitContext
@@ -14,7 +15,14 @@ from linting.vllm.invocation import (
 
 
 def _quote_hint(ctx: UnitContext, vc: VllmCommand, value: Traced) -> str:
-    """Explain nested double quotes when the file shows more `"` than vLLM received."""
+    """Explain nested double quotes when the file shows more `"` than vLLM received, and
+    single quotes that reached vLLM (written inside "…", or pasted from a shell command
+    into a profile's Extra arguments, which take the value as written)."""
+    if _kept_shell_quotes(value.text):
+        return (
+            "; the ' quotes around it are part of the value vLLM receives (no shell removes "
+            "them): drop them"
+        )
     written = ctx.unit.text_at(vc.path, value.span())
     if written is not None and written.count('"') > value.text.count('"'):
         return (
@@ -22,6 +30,17 @@ def _quote_hint(ctx: UnitContext, vc: VllmCommand, value: Traced) -> str:
             "removed them: put the JSON in single quotes"
         )
     return ""
+
+
+def _kept_shell_quotes(text: str) -> bool:
+    """`'{…}'`: valid JSON once the outer single quotes are gone."""
+    if len(text) < 2 or text[0] != "'" or text[-1] != "'":
+        return False
+    try:
+        json.loads(text[1:-1])
+    except ValueError:
+        return False
+    return True
 
 
 @rule("VL301", Severity.ERROR)
