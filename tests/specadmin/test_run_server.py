@@ -5,6 +5,7 @@ SIGTERM to the script, or Ctrl-C on the terminal of `make run`, ends everything 
 
 from __future__ import annotations
 
+import contextlib
 import http.cookiejar
 import os
 import pty
@@ -20,7 +21,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -43,10 +44,28 @@ Host.objects.create(
 ACCESS_LINE = re.compile(r'^127\.0\.0\.1 "(GET|POST) (\S+) HTTP/1\.1" (\d{3}) ', re.M)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# gunicorn's line once it has bound its socket (`make run PORT=0` binds any free port).
+# Only against a hang: a server that ends, or one that answers, is seen at once.
+HANG_S = 300
+LISTENING = re.compile(r"Listening at: http://127\.0\.0\.1:(\d+) ")
+
+
+def wait_listening(console: Callable[[], str], running: Callable[[], bool]) -> int:
+    """The port the server listens on. It is started on port 0, so the kernel picks a free
+    port as gunicorn binds it: a port chosen here first and bound seconds later could be
+    taken meanwhile by any connection on this busy machine (gunicorn then retries and
+    exits, and a wait for the page could only run out). Fails at once, with what the
+    server printed, when it ends before listening."""
+    deadline = time.monotonic() + HANG_S
+    while True:
+        text = console()
+        if match := LISTENING.search(text):
+            return int(match.group(1))
+        if not running():
+            raise AssertionError(f"the server ended before listening:\n{text[-3000:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the server is still not listening:\n{text[-3000:]}")
+        time.sleep(0.2)
 
 
 def children(pid: int) -> set[int]:
@@ -196,11 +215,10 @@ def test_run_server_serves_logs_one_line_per_request_and_error_and_stops_with_ex
         check=True,
         capture_output=True,
     )
-    port = free_port()
     console = tmp_path / "console.txt"
     with console.open("wb") as out:
         server = subprocess.Popen(
-            ["bash", "scripts/run-server.sh", "127.0.0.1", str(port)],
+            ["bash", "scripts/run-server.sh", "127.0.0.1", "0"],
             cwd=ROOT,
             env=site,
             stdin=subprocess.DEVNULL,
@@ -209,6 +227,9 @@ def test_run_server_serves_logs_one_line_per_request_and_error_and_stops_with_ex
         )
     spawned: set[int] = set()
     try:
+        port = wait_listening(
+            lambda: console.read_text(errors="replace"), lambda: server.poll() is None
+        )
         base = f"http://127.0.0.1:{port}"
         wait_for_page(f"{base}/accounts/login/")
         spawned = children(server.pid)
@@ -248,6 +269,7 @@ class Terminal:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.output = bytearray()
+        self.started = time.monotonic()
 
     def drain(self, seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -263,28 +285,37 @@ class Terminal:
         return self.output.decode(errors="replace")
 
 
-def start_make_run_on_a_terminal(port: int, env: dict[str, str]) -> tuple[int, Terminal]:
-    """`make run` on a terminal of its own, as a person starts it."""
+def start_make_run_on_a_terminal(env: dict[str, str]) -> tuple[int, Terminal]:
+    """`make run` on a terminal of its own, as a person starts it (on any free port)."""
     pid, fd = pty.fork()
     if pid == 0:  # the child
         os.chdir(ROOT)
         os.execvpe(
             "make",
-            ["make", "--no-print-directory", "run", f"PORT={port}", f"PY={PYTHON}"],
+            ["make", "--no-print-directory", "run", "PORT=0", f"PY={PYTHON}"],
             env,
         )
     return pid, Terminal(fd)
 
 
-def wait_serving_on_terminal(terminal: Terminal, url: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def wait_serving_on_terminal(pid: int, terminal: Terminal) -> None:
+    """Until the login page answers; the terminal is drained meanwhile (a full terminal
+    would block the server's writes)."""
+
+    def console() -> str:
+        terminal.drain(0.2)
+        return terminal.text()
+
+    port = wait_listening(console, lambda: os.waitpid(pid, os.WNOHANG) == (0, 0))
+    url = f"http://127.0.0.1:{port}/accounts/login/"
+    while True:
         terminal.drain(0.5)
         try:
             wait_for_page(url, timeout=0.5)
             return
         except AssertionError:
-            continue
+            if time.monotonic() > terminal.started + HANG_S:
+                raise
 
 
 def wait_exit_status(pid: int, terminal: Terminal, timeout: float = 40) -> int | None:
@@ -299,19 +330,19 @@ def wait_exit_status(pid: int, terminal: Terminal, timeout: float = 40) -> int |
 
 
 def test_ctrl_c_on_make_run_stops_everything_and_exits_0(site: dict[str, str]) -> None:
-    port = free_port()
-    pid, terminal = start_make_run_on_a_terminal(port, site)
+    pid, terminal = start_make_run_on_a_terminal(site)
     spawned: set[int] = set()
     status = None
     try:
-        wait_serving_on_terminal(terminal, f"http://127.0.0.1:{port}/accounts/login/")
+        wait_serving_on_terminal(pid, terminal)
         spawned = children(pid)
         os.write(terminal.fd, b"\x03")  # Ctrl-C: the terminal signals its foreground group
         status = wait_exit_status(pid, terminal)
     finally:
-        if status is None:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+        if status is None:  # (already reaped when it ended before listening)
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
         os.close(terminal.fd)
     left = reap(spawned)
     text = terminal.text()
