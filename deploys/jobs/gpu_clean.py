@@ -12,7 +12,8 @@ over SSH: `Transport.gpu_status`), every compute process is attributed, and:
   time), or a child of one, or one that escaped: the service's user, a vLLM process title
   (`VLLM::EngineCore`, `vllm serve`), and no other unit's cgroup;
 - anyone else's GPU process is never signalled unless the policy allows it; on a GPU the
-  service needs it ends the step: "GPU 5 is held by PID 4242 (python, user alice, 38 GiB)";
+  service needs it ends the step: "GPU 5 is held by PID 4242 (python, user alice, 38 GiB)"
+  ("GPUs 0-7 are held by …" with the total of all of them);
 - the step succeeds only when every GPU the service will use (CUDA_VISIBLE_DEVICES, all
   when unset) is at or below the threshold with no compute process, read back after the
   last process went away. Waits are event-driven: a host-side loop returns as soon as the
@@ -410,13 +411,16 @@ def _refuse_blocking(blocking: list[GpuHolder], needed_idx: set[int], log: Log) 
     """Log each process in the way that may not be signalled; the step's reason."""
     for h in blocking:
         log(f"not signalled: {h.describe()} on {format_gpus(h.gpus)}: {h.why}")
-    return "; ".join(
-        f"{format_gpus([g for g in h.gpus if g in needed_idx][:1])} is held by {h.describe()}"
-        for h in blocking
-    ) + (
+    return "; ".join(_held(h, [g for g in h.gpus if g in needed_idx]) for h in blocking) + (
         " — not the service's; it is never killed unless the profile allows "
         "killing other GPU processes"
     )
+
+
+def _held(holder: GpuHolder, gpus: list[int]) -> str:
+    """Every needed GPU the process holds: its memory is their total, not one GPU's."""
+    verb = "is" if len(set(gpus)) == 1 else "are"
+    return f"{format_gpus(gpus)} {verb} held by {holder.describe()}"
 
 
 def _mark_clean(

@@ -181,6 +181,23 @@ def test_another_users_gpu_process_is_never_killed_and_named(
     assert gpu_pids(clean_host) == set()
 
 
+def test_a_process_on_several_needed_gpus_is_named_with_all_of_them_and_its_total(
+    clean_host: TestHost, ssh: SSHTransport
+) -> None:
+    # Another unit's vLLM on GPUs 0-7 once read "GPU 0 is held by PID … 1033 GiB": more
+    # than an H200 has, the total of eight GPUs put on the first.
+    alice = foreign_holder(clean_host, gpu=4, mib=38 * 1024)
+    clean_host.nsenter(
+        [clean_host.python, "-c", REGISTER, "5", str(alice), str(38 * 1024)], check=True
+    )
+    identity = ServiceIdentity(unit="vllm-x.service", cgroup="/system.slice/vllm-x.service")
+    report = clean_gpus(ssh, identity, CleanPolicy(timeout_s=5), log=lambda line: None)
+    assert not report.clean
+    assert report.reason.startswith(
+        f"GPUs 4-5 are held by PID {alice} (python3, user alice, 76 GiB)"
+    ), report.reason
+
+
 def test_memory_that_never_frees_fails_the_step_naming_each_gpu(
     clean_host: TestHost, ssh: SSHTransport
 ) -> None:
