@@ -10,11 +10,18 @@ benchmark becomes the baseline. Then the n-gram variant (`--speculative-config '
 15% slower (VLLM_DOUBLE_SPEC_SPEED_FACTOR=0.85: the seed measured 9–26%), is deployed:
 the perf step's gate says "regressed", the job rolls back, the host runs the baseline
 unit again, and the history says why with the gate's figures.
+
+The same story runs once in-process (the runner, as the worker's task wrapper calls it)
+and once through real `qcluster` workers on both setups (SQLite + ORM broker, PostgreSQL
++ Redis; tests/deploys/qcluster_support.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import subprocess
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -27,7 +34,13 @@ from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
 from perf.models import Baseline, BenchPolicy, BenchRun
 from perf.services import BASELINE_ACCEPTED, REGRESSED
-from tests.deploys.conftest import module_testhost  # noqa: F401 (fixture)
+from tests.deploys.conftest import (  # noqa: F401 (fixtures)
+    module_testhost,
+    postgres_redis,
+    qsetup,
+    sqlite_orm,
+    start_clusters,
+)
 from tests.deploys.helpers import (
     UNIT_DIR,
     approved_request,
@@ -35,6 +48,8 @@ from tests.deploys.helpers import (
     make_host,
     make_users,
 )
+from tests.deploys.qcluster_support import Setup, manage, python
+from tests.deploys.test_qcluster_pipeline import NEXT
 from tests.testhost.host import TestHost
 from units.services import profile_update
 
@@ -172,3 +187,109 @@ def test_the_seeds_ngram_variant_regresses_and_the_job_puts_the_74_tok_s_baselin
     ).exists()
     assert Baseline.objects.get(profile=profile, host=site).run == first_run
     assert verify_chain().ok
+
+
+# -- the same through real workers ------------------------------------------------------
+
+# The profile and its benchmark policy first, then the request (enqueued on commit), so the
+# worker's first benchmark already measures with the quick policy.
+SEED_SETUP = """
+import json, sys, django
+django.setup()
+from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
+from perf.models import BenchPolicy
+from tests.deploys.helpers import double_profile, make_host, make_users
+from tests.testhost.host import TestHost
+from units.services import profile_create
+
+testhost = TestHost.from_json(json.loads(sys.argv[1]))
+speed, policy = json.loads(sys.argv[2]), json.loads(sys.argv[3])
+requester, approver = make_users()
+host = make_host(testhost)
+profile = profile_create(data=double_profile(environment=speed), created_by=None)
+BenchPolicy.objects.create(profile=profile, **policy)
+request = deploy_request_create(
+    profile_version=profile.versions.get(), host=host, requested_by=requester,
+    acknowledge_warnings=True,
+)
+request = deploy_request_approve(request=request, approver=approver)
+print(json.dumps({"request": request.pk, "users": [requester.pk, approver.pk]}))
+"""
+
+SEED_STATE = """
+import json, sys, django
+django.setup()
+from audit.models import AuditEvent
+from deploys.models import DeployRequest, JobStep
+from perf.models import Baseline
+r = DeployRequest.objects.get(pk=int(sys.argv[1]))
+bench = JobStep.objects.filter(request=r, name="benchmark", phase="main").first()
+baseline = Baseline.objects.filter(profile=r.profile_version.profile, host=r.host).first()
+regressed = AuditEvent.objects.filter(kind="bench.regressed", payload__request=r.pk).first()
+print(json.dumps({
+    "status": r.status,
+    "reason": r.status_reason,
+    "host_state": r.host_state,
+    "unit": r.unit_name + ".service",
+    "unit_text": r.unit_text,
+    "rollback": [
+        [s.name, s.status] for s in JobStep.objects.filter(request=r, phase="rollback")
+        .order_by("pk")
+    ],
+    "bench": bench.result if bench else None,
+    "baseline_run": baseline.run_id if baseline else None,
+    "regressed": regressed.payload if regressed else None,
+}))
+"""
+
+
+def finished(setup: Setup, pk: int, timeout: float = 240) -> dict[str, Any]:
+    """The request's state once no job is queued or running (watched with one cheap query,
+    not a Django process per look: the machine is small)."""
+    deadline = time.monotonic() + timeout
+    while setup.count_unfinished() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    state = python(setup.env, SEED_STATE, str(pk))
+    assert state["status"] not in ("approved", "running"), f"request #{pk}: {state['status']}"
+    return state
+
+
+@pytest.mark.qcluster
+def test_through_real_workers_the_ngram_variant_is_rolled_back_to_the_accepted_baseline(
+    qsetup: Setup,  # noqa: F811 (fixture)
+    seedhost: TestHost,
+    start_clusters: Callable[[Setup, int], list[subprocess.Popen]],  # noqa: F811 (fixture)
+) -> None:
+    env = qsetup.env
+    [cluster] = start_clusters(qsetup, 1)
+    made = python(
+        env, SEED_SETUP, json.dumps(seedhost.to_json()), json.dumps(SEED_SPEED), json.dumps(POLICY)
+    )
+    baseline = finished(qsetup, made["request"])
+    assert baseline["status"] == "succeeded", baseline["reason"]
+    assert baseline["bench"]["baseline"] == "set"
+    assert baseline["baseline_run"] == baseline["bench"]["bench_run"]
+
+    users = [str(u) for u in made["users"]]
+    variant_pk = python(env, NEXT, str(made["request"]), *users, json.dumps(NGRAM))["request"]
+    variant = finished(qsetup, variant_pk)
+    assert variant["status"] == "rolled_back", variant["reason"]
+    assert NGRAM_FLAG in variant["unit_text"]
+    assert variant["bench"]["outcome"] == "regressed"
+    assert variant["reason"].startswith(
+        f"benchmark: slower than baseline run #{baseline['baseline_run']} (threshold 5%): "
+        "output_throughput at concurrency 1 down 1"
+    ), variant["reason"]
+    assert variant["rollback"] == [
+        [name, "succeeded"]
+        for name in ("restore", "stop", "gpu_clean", "start", "journal_check", "readiness")
+    ]
+    assert variant["regressed"]["baseline_run"] == baseline["baseline_run"]
+    assert any(r.startswith("output_throughput") for r in variant["regressed"]["reasons"])
+    assert variant["baseline_run"] == baseline["baseline_run"], "the baseline stays"
+
+    unit = variant["unit"]
+    assert seedhost.read_file(f"{UNIT_DIR}/{unit}") == baseline["unit_text"]
+    assert "--speculative-config" not in running_argv(seedhost, unit)
+    assert cluster.poll() is None
+    assert manage(env, "verifyaudit", "--skip-checks").startswith("OK: ")
