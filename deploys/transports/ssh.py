@@ -425,29 +425,8 @@ class SSHTransport(Transport):
         out, err = bytearray(), bytearray()
         try:
             chan.exec_command(command)
-            if input:
-                threading.Thread(
-                    target=_feed_stdin, args=(chan, input), daemon=True, name="ssh-stdin"
-                ).start()
-            else:
-                chan.shutdown_write()  # EOF on stdin: `cat` and friends do not wait
-            while True:
-                while chan.recv_ready():
-                    out += chan.recv(_CHUNK)
-                while chan.recv_stderr_ready():
-                    err += chan.recv_stderr(_CHUNK)
-                if chan.eof_received and not chan.recv_ready() and not chan.recv_stderr_ready():
-                    break
-                if chan.closed:
-                    # paramiko's transport thread may have handled EOF and CLOSE between
-                    # our two checks (a command that ends at once): drain, then done.
-                    if chan.eof_received:
-                        continue
-                    raise ConnectionLost(f"{self!r}: connection lost while running {argv_list!r}")
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise CommandTimeout(argv_list, timeout, bytes(out), bytes(err))
-                select.select([chan], [], [], min(remaining, 1.0))
+            _send_stdin(chan, input)
+            self._drain_until_eof(chan, out, err, deadline, argv_list, timeout)
             # Output is complete; the exit status follows (or the channel closes).
             if not chan.status_event.wait(max(0.0, deadline - time.monotonic())):
                 raise CommandTimeout(argv_list, timeout, bytes(out), bytes(err))
@@ -460,6 +439,32 @@ class SSHTransport(Transport):
         finally:
             chan.close()
         return CommandResult(exit_code, bytes(out), bytes(err), time.monotonic() - started)
+
+    def _drain_until_eof(
+        self,
+        chan: paramiko.Channel,
+        out: bytearray,
+        err: bytearray,
+        deadline: float,
+        argv_list: list[str],
+        timeout: float,
+    ) -> None:
+        """Read stdout and stderr into `out`/`err` until the command's EOF (both streams,
+        so neither window fills up: module docstring); CommandTimeout past `deadline`."""
+        while True:
+            _read_available(chan, out, err)
+            if chan.eof_received and not chan.recv_ready() and not chan.recv_stderr_ready():
+                return
+            if chan.closed:
+                # paramiko's transport thread may have handled EOF and CLOSE between
+                # our two checks (a command that ends at once): drain, then done.
+                if chan.eof_received:
+                    continue
+                raise ConnectionLost(f"{self!r}: connection lost while running {argv_list!r}")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise CommandTimeout(argv_list, timeout, bytes(out), bytes(err))
+            select.select([chan], [], [], min(remaining, 1.0))
 
     # -- port forwards -------------------------------------------------------------------
     @contextlib.contextmanager
@@ -647,6 +652,24 @@ class SSHTransport(Transport):
             except Exception as exc:
                 raise self._io_error("clean up", directory, exc) from exc
         return removed
+
+
+def _send_stdin(chan: paramiko.Channel, data: bytes | None) -> None:
+    """The command's stdin: `data` from a thread of its own, else EOF at once."""
+    if data:
+        threading.Thread(
+            target=_feed_stdin, args=(chan, data), daemon=True, name="ssh-stdin"
+        ).start()
+    else:
+        chan.shutdown_write()  # EOF on stdin: `cat` and friends do not wait
+
+
+def _read_available(chan: paramiko.Channel, out: bytearray, err: bytearray) -> None:
+    """Whatever stdout and stderr hold now, without waiting."""
+    while chan.recv_ready():
+        out += chan.recv(_CHUNK)
+    while chan.recv_stderr_ready():
+        err += chan.recv_stderr(_CHUNK)
 
 
 def _feed_stdin(chan: paramiko.Channel, data: bytes) -> None:
