@@ -123,13 +123,16 @@ def _normalize_text(key: str, value: Any) -> Any:
 
 
 def _normalize_int(value: Any) -> Any:
-    """Digit strings of sane length become ints, blank becomes None; the rest stays."""
+    """Digit strings of sane length (a leading "-" allowed) become ints, blank becomes
+    None; the rest stays. A negative number then meets its field's range check, which
+    says what is allowed, instead of "Enter a whole number"."""
     if not isinstance(value, str):
         return value
     text = value.strip()
     if text == "":
         return None
-    if is_ascii_digits(text) and len(text) <= MAX_INT_DIGITS:
+    digits = text[1:] if text.startswith("-") else text
+    if is_ascii_digits(digits) and len(digits) <= MAX_INT_DIGITS:
         return int(text)
     return value
 

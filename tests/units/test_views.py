@@ -309,6 +309,10 @@ def test_archived_profile_cannot_be_edited(alice: AbstractBaseUser, kimi: Servic
         ("environment", "NO_EQUALS_SIGN", "write it as NAME=value"),
         ("extra_args", "--max-loras four", "invalid int value"),
         ("gpu_free_wait_sec", "1790", "must fit inside the start timeout"),
+        # a negative number is a number: its field's range says what is allowed
+        ("gpu_free_wait_sec", "-5", "The GPU-free wait must be at least 1 s"),
+        ("restart_sec", " -1 ", "The restart delay must be 0 to 86400 seconds."),
+        ("port", "-8000", "The port must be between 1 and 65535."),
     ],
 )
 def test_create_rejects_bad_input_with_a_message_at_the_field(
