@@ -117,6 +117,27 @@ class Preview:
         return [(name, self.issues.get(name, [])) for name in (*PROFILE_FIELDS, GENERAL)]
 
 
+def _only_shown(
+    data: dict[str, Any],
+    issues: dict[str, list[Issue]],
+    found: list[tuple[FindingRow, Finding]],
+    shown: set[str],
+) -> tuple[dict[str, list[Issue]], list[tuple[FindingRow, Finding]]]:
+    """A new profile's messages: validation speaks only at the fields typed in; once the
+    unit can be judged as a whole, every lint finding shows (an untouched default, such as
+    no User= with --host 0.0.0.0, can be its cause, and the saved page would show it)."""
+    whole_unit = all(data.get(name) for name in REQUIRED_FIELDS)
+    visible = shown | ({GENERAL} if whole_unit else set())
+    kept = {
+        name: [i for i in items if name in visible or (whole_unit and i.code)]
+        for name, items in issues.items()
+    }
+    kept = {name: items for name, items in kept.items() if items}
+    if not whole_unit:
+        found = [(row, finding) for row, finding in found if row.field in visible]
+    return kept, found
+
+
 def build_preview(
     data: dict[str, Any],
     extra_errors: dict[str, list[str]] | None = None,
@@ -156,10 +177,7 @@ def build_preview(
             issues.setdefault(name, []).append(issue)
         found.append((FindingRow(name, LABELS.get(name, "Unit"), issue), finding))
     if shown is not None:
-        whole_unit = all(data.get(name) for name in REQUIRED_FIELDS)
-        visible = set(shown) | ({GENERAL} if whole_unit else set())
-        issues = {name: items for name, items in issues.items() if name in visible}
-        found = [(row, finding) for row, finding in found if row.field in visible]
+        issues, found = _only_shown(data, issues, found, set(shown))
     severity_by_line: dict[int, Severity] = {}
     codes_by_line: dict[int, list[str]] = {}
     for _, finding in found:

@@ -6,6 +6,7 @@ save says that nothing was saved and points at the first problem."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import AbstractBaseUser
@@ -155,6 +156,32 @@ def test_while_typing_only_the_fields_touched_show_their_problems(
     full = client_for(alice).post(reverse("units:preview"), {**body, "touched": "*"})
     model_list = full.content.decode()[full.content.decode().index('id="issues-model"') :]
     assert 'class="issue error"' in model_list[: model_list.index("</ul>")]
+
+
+def new_form_post(**typed: str) -> dict[str, str]:
+    """What the New profile page sends: its initial values, plus what was typed in."""
+    form = ProfileForm()
+    body = {name: form[name].value() for name in form.fields}
+    body = {k: ("on" if v is True else v) for k, v in body.items() if v not in (None, False)}
+    return {**{k: str(v) for k, v in body.items()}, **typed}
+
+
+def preview_of(body: dict[str, str], touched: set[str]) -> Any:
+    form = ProfileForm(body)
+    return build_preview(form.to_data(), form.shape_errors(), shown=touched)
+
+
+def test_a_new_profiles_defaults_show_their_lint_findings_once_the_unit_can_be_judged() -> None:
+    # The defaults (no User=, --host 0.0.0.0) make OP410; typed in were only the name and
+    # the model. The badge once said "0 warnings" until the saved profile's page said 1.
+    typed = {"name": "qwen", "model": "Qwen/Qwen3-8B"}
+    preview = preview_of(new_form_post(**typed), set(typed))
+    assert [row.issue.code for row in preview.findings] == ["OP410"]
+    assert [issue.code for issue in preview.issues["user"]] == ["OP410"]
+    assert preview.counts["warning"] == 1
+    # before that, and for validation messages, only the fields typed in speak
+    blank = preview_of(new_form_post(name="my/unit"), {"name"})
+    assert set(blank.issues) == {"name"} and blank.findings == []
 
 
 def test_a_refused_save_says_nothing_was_saved_and_points_at_the_first_problem(
