@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
-from typing import Any
 
 from linting.context import UnitContext
 from linting.findings import Hit, Severity
@@ -12,21 +11,6 @@ from linting.rules.vl._spec import effective_method, effective_value, known_fiel
 from linting.vllm.invocation import (
     SpecEntry,
 )
-
-NGRAM_DEFAULT_LOOKUP = 5
-
-
-def _ngram_lookup(d: dict[str, Any]) -> tuple[Any, Any]:
-    """What ngram runs with: both unset → 5/5; one set → the other copies it
-    (vllm/config/speculative.py:251-261 in 0.11.0, :332-349 in 0.16.0)."""
-    lo, hi = d.get("prompt_lookup_min"), d.get("prompt_lookup_max")
-    if lo is None and hi is None:
-        return NGRAM_DEFAULT_LOOKUP, NGRAM_DEFAULT_LOOKUP
-    if lo is None:
-        return hi, hi
-    if hi is None:
-        return lo, lo
-    return lo, hi
 
 
 def _where(entry: SpecEntry) -> str:
