@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import fnmatch
 
+from django.core.exceptions import ValidationError
+
 from deploys.models import Host, UnitAdoption
 from deploys.probe import MANAGED_MARKER
 from deploys.transports.push import sha256_hex
+from units.names import validate_unit_name
 
 # fnmatch patterns of unit names (without ".service"). The base system's services: remote
 # access, logins and consoles, the bus, systemd's own units, logging, time, networking,
@@ -85,6 +88,18 @@ def denied_unit_reason(unit_name: str) -> str | None:
                 "Choose another unit name."
             )
     return None
+
+
+def check_unit_name(unit_name: str) -> None:
+    """A name a request may write a unit under: valid for systemd and not on the deny
+    list. Otherwise a ValidationError on the `unit_name` field that says why."""
+    try:
+        validate_unit_name(unit_name)
+    except ValidationError as exc:
+        raise ValidationError({"unit_name": exc.messages}) from None
+    denied = denied_unit_reason(unit_name)
+    if denied:
+        raise ValidationError({"unit_name": [denied]})
 
 
 def is_managed(text: bytes) -> bool:

@@ -35,9 +35,8 @@ from deploys.selectors import (
 )
 from deploys.services.hosts import transport_error
 from deploys.transports import TransportError
-from deploys.unit_policy import denied_unit_reason, overwrite_problems
+from deploys.unit_policy import check_unit_name, overwrite_problems
 from units.models import ProfileVersion
-from units.names import validate_unit_name
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser as User
@@ -87,13 +86,7 @@ def _check_deployable(*, profile_version: ProfileVersion, host: Host) -> None:
 def _checked_unit_name(unit_name: str, profile_version: ProfileVersion) -> str:
     """The unit name asked for (default: the profile's name), valid and not denied."""
     unit_name = unit_name.strip() or profile_version.profile.name
-    try:
-        validate_unit_name(unit_name)
-    except ValidationError as exc:
-        raise ValidationError({"unit_name": exc.messages}) from None
-    denied = denied_unit_reason(unit_name)
-    if denied:
-        raise ValidationError({"unit_name": [denied]})
+    check_unit_name(unit_name)
     return unit_name
 
 

@@ -20,8 +20,7 @@ from deploys.permissions import ADOPT_UNIT, require
 from deploys.services.hosts import transport_error
 from deploys.transports import TransportError
 from deploys.transports.push import sha256_hex
-from deploys.unit_policy import adoption_for, denied_unit_reason, is_managed
-from units.names import validate_unit_name
+from deploys.unit_policy import adoption_for, check_unit_name, is_managed
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser as User
@@ -33,13 +32,7 @@ def unit_adopt(*, host: Host, unit_name: str, actor: User, comment: str) -> Unit
     require(actor, ADOPT_UNIT, "adopt unit files")
     unit_name = unit_name.strip()
     comment = comment.strip()
-    try:
-        validate_unit_name(unit_name)
-    except ValidationError as exc:
-        raise ValidationError({"unit_name": exc.messages}) from None
-    denied = denied_unit_reason(unit_name)
-    if denied:
-        raise ValidationError({"unit_name": [denied]})
+    check_unit_name(unit_name)
     if not comment:
         raise ValidationError({"comment": ["Say why specadmin may replace this unit."]})
     try:
