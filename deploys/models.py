@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from deploys.step_titles import step_title
 from units.models import ProfileVersion
 from units.names import validate_unit_name
 
@@ -210,6 +211,10 @@ class JobStep(models.Model):
     reads = models.JSONField(default=dict, blank=True)
     # While running: elapsed seconds and the latest message, for the live job page.
     progress = models.JSONField(default=dict, blank=True)
+
+    @property
+    def title(self) -> str:
+        return step_title(self.name)
 
     @property
     def duration(self) -> float | None:

@@ -33,8 +33,8 @@ def no_queue_no_benchmark(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def step_item(page: Any, name: str) -> Any:
-    """The step list's entry of one step (by its name, exactly)."""
-    title = page.locator("summary > strong", has_text=re.compile(f"^{name}$"))
+    """The step list's entry of one step (by its name, exactly: shown beside its title)."""
+    title = page.locator("summary > code", has_text=re.compile(f"^{name}$"))
     return page.locator("#steps > li").filter(has=title)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from django.test import Client
 from django.urls import reverse
 
-from deploys.models import DeployRequest
+from deploys.models import DeployRequest, JobStep
 from tests.deploys.helpers import FakeHosts, People
 from units.masking import MASK
 from units.models import ServiceProfile
@@ -80,3 +80,15 @@ def test_viewers_see_the_request_with_secrets_masked_approvers_as_it_runs(
     client.force_login(people.alice)
     html = client.get(url).content.decode()
     assert "HF_TOKEN=hf_SuperSecret" in html and "--api-key sk-1" in html
+
+
+def test_the_job_page_names_each_step_in_words_with_its_code_beside(
+    client: Client, people: People, make_request: Callable[..., DeployRequest]
+) -> None:
+    request = make_request()
+    for name in ("gpu_clean", "journal_check"):
+        JobStep.objects.create(request=request, name=name, status=JobStep.Status.SUCCEEDED)
+    client.force_login(people.vic)
+    html = client.get(reverse("deploys:request_detail", args=[request.pk])).content.decode()
+    assert "Wait until every GPU is free" in html and "Watch the journal" in html
+    assert '<code class="muted small">gpu_clean</code>' in html  # the name logs and reasons use
