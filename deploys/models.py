@@ -156,6 +156,18 @@ class DeployRequest(models.Model):
         ]
         indexes = [models.Index(fields=["status", "expires_at"])]
 
+    @property
+    def status_label(self) -> str:
+        """The status in words. A deploy of a unit the host did not have has no previous
+        unit to restore: its rollback removed the new one again."""
+        if (
+            self.status == self.Status.ROLLED_BACK
+            and self.kind == self.Kind.DEPLOY
+            and not self.host_unit_sha256
+        ):
+            return "Failed, new unit removed again"
+        return self.get_status_display()
+
     def __str__(self) -> str:
         kind = "" if self.kind == self.Kind.DEPLOY else f"{self.get_kind_display().lower()} "
         return f"#{self.pk} {kind}{self.unit_name}.service → {self.host}"

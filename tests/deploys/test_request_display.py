@@ -92,3 +92,20 @@ def test_the_job_page_names_each_step_in_words_with_its_code_beside(
     html = client.get(reverse("deploys:request_detail", args=[request.pk])).content.decode()
     assert "Wait until every GPU is free" in html and "Watch the journal" in html
     assert '<code class="muted small">gpu_clean</code>' in html  # the name logs and reasons use
+
+
+def test_a_rolled_back_deploy_of_a_brand_new_unit_is_not_said_to_restore_a_previous_one(
+    client: Client, people: People, make_request: Callable[..., DeployRequest]
+) -> None:
+    rolled_back = DeployRequest.Status.ROLLED_BACK
+    new = make_request()
+    DeployRequest.objects.filter(pk=new.pk).update(status=rolled_back, host_unit_sha256="")
+    replaced = make_request()
+    DeployRequest.objects.filter(pk=replaced.pk).update(status=rolled_back, host_unit_sha256="ab")
+    client.force_login(people.vic)
+    page = client.get(reverse("deploys:request_detail", args=[new.pk])).content.decode()
+    assert "Failed, new unit removed again" in page
+    assert "previous unit restored" not in page.split('id="status"')[1][:80]
+    rows = client.get(reverse("deploys:request_list")).content.decode()
+    assert rows.count("Failed, new unit removed again") == 1
+    assert "Failed, previous unit restored</span>" in rows  # the other one had a unit
