@@ -96,6 +96,9 @@ class LocalForward:
 
     def _start_connection(self, sock: socket.socket, peer: tuple[str, int]) -> bool:
         """A thread for the accepted connection; False (and the socket closed) once closing."""
+        # Each chunk from the host is one write: send it at once (no Nagle delay, as on the
+        # SSH connection itself: ssh.py `_no_nagle`).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         thread = threading.Thread(
             target=self._serve, args=(sock, peer), name=f"{self.name}-conn", daemon=True
         )

@@ -331,6 +331,7 @@ class SSHTransport(Transport):
         t = client.get_transport()
         assert t is not None
         t.set_keepalive(self.keepalive)
+        _no_nagle(t.sock)
         return client
 
     def _drop_locked(self) -> None:
@@ -670,6 +671,17 @@ def _read_available(chan: paramiko.Channel, out: bytearray, err: bytearray) -> N
         out += chan.recv(_CHUNK)
     while chan.recv_stderr_ready():
         err += chan.recv_stderr(_CHUNK)
+
+
+def _no_nagle(sock: Any) -> None:
+    """TCP_NODELAY on the connection's socket. paramiko sets no socket option itself, and it
+    sends each SSH packet with one write: with Nagle's algorithm on, a small packet waits
+    for the peer's delayed ACK (~40 ms on Linux) whenever one is unacknowledged. Measured
+    through a port forward (benchmarks/forward_overhead.py): TTFT 105 ms instead of 62 ms
+    at 74 tok/s; with TCP_NODELAY 63 ms. The same fix in sshtunnel (pahaz/sshtunnel#246)
+    and asyncssh (ronf/asyncssh#50). A non-socket (a proxy command) is left alone."""
+    with contextlib.suppress(OSError, AttributeError):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 def _feed_stdin(chan: paramiko.Channel, data: bytes) -> None:

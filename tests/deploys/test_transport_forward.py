@@ -23,6 +23,7 @@ from tests.deploys.helpers import (
     NO_FORWARDING,
     free_port,
     listening,
+    refusing_port,
     reload_sshd,
     unique,
     wait_for,
@@ -102,10 +103,14 @@ def test_a_local_forward_carries_http_to_a_loopback_only_server_and_closes_compl
 def test_a_forward_to_a_port_where_nothing_listens_is_refused_before_it_is_used(
     make_transport: Callable[..., SSHTransport],
 ) -> None:
-    t, port = make_transport(), free_port()
+    t = make_transport()
     t.connect()  # paramiko's own thread starts here
     before = {th.name for th in threading.enumerate()}
-    with pytest.raises(ForwardRefused) as refused, t.forward_local("127.0.0.1", port):
+    with (
+        refusing_port() as port,
+        pytest.raises(ForwardRefused) as refused,
+        t.forward_local("127.0.0.1", port),
+    ):
         raise AssertionError("the block must not run when sshd cannot connect")
     assert refused.value.code == ForwardRefused.CONNECT_FAILED
     assert f"sshd refused to forward to 127.0.0.1:{port} on the host" in str(refused.value)
@@ -149,3 +154,13 @@ def test_sshd_with_tcp_forwarding_off_refuses_the_forward_as_administratively_pr
         reload_sshd(testhost)
     assert refused.value.code == ForwardRefused.ADMINISTRATIVELY_PROHIBITED
     assert "Administratively prohibited" in str(refused.value)
+
+
+def test_the_ssh_connection_sends_small_packets_at_once_without_nagles_delay(
+    make_transport: Callable[..., SSHTransport],
+) -> None:
+    """A forwarded stream's chunks are small SSH packets; with Nagle's algorithm each one
+    could wait for a delayed ACK (ssh.py `_no_nagle`; benchmarks/forward_overhead.py)."""
+    t = make_transport()
+    t.connect()
+    assert t._transport().sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0

@@ -30,6 +30,7 @@ from tests.deploys.helpers import (
     free_port,
     listening,
     make_host,
+    refusing_port,
     reload_sshd,
     unique,
     wait_for,
@@ -138,8 +139,8 @@ def test_the_benchmark_measures_a_loopback_only_server_through_an_ssh_port_forwa
 def test_a_loopback_server_that_is_down_fails_the_step_naming_host_address_and_what_to_do(
     job: Callable[[int], DeployContext],
 ) -> None:
-    port = free_port()
-    result = hook.benchmark(job(port))
+    with refusing_port() as port:
+        result = hook.benchmark(job(port))
     assert result.outcome == Outcome.FAILED
     assert result.reason.startswith(
         f"benchmark: nothing answers at 127.0.0.1:{port} on gpu-loop (sshd could not connect "
@@ -204,7 +205,8 @@ def test_manage_bench_measures_a_deployed_loopback_server_through_the_forward(
 def test_manage_bench_says_what_to_do_when_the_deployed_loopback_server_is_down(
     site: Host, make_request: Callable[..., DeployRequest], small_policy: BenchPolicy
 ) -> None:
-    port = free_port()
-    _deployed_on_loopback(make_request(host=site), port)
-    with pytest.raises(CommandError, match=f"nothing answers at 127.0.0.1:{port} on gpu-loop"):
-        call_command("bench", "--profile", small_policy.profile.name, "--host", "gpu-loop")
+    with refusing_port() as port:
+        _deployed_on_loopback(make_request(host=site), port)
+        expected = f"nothing answers at 127.0.0.1:{port} on gpu-loop"
+        with pytest.raises(CommandError, match=expected):
+            call_command("bench", "--profile", small_policy.profile.name, "--host", "gpu-loop")
