@@ -73,6 +73,25 @@ def test_op403_wait_loop_longer_than_default_start_timeout():
     assert "TimeoutStartSec=90 s (the default)" in f.message
 
 
+@pytest.mark.parametrize(
+    ("line", "worst"),
+    [
+        ("ExecStartPost=/bin/sleep 600\n", "10 min"),  # "until the model has loaded"
+        ("ExecStartPre=/bin/bash -c 'pkill -f vllm; sleep 120'\n", "2 min"),
+    ],
+)
+def test_op403_a_fixed_sleep_longer_than_the_start_timeout_fails_the_start(line, worst):
+    (f,) = lint("[Service]\n" + VLLM + line, "OP403")
+    assert f.severity == Severity.ERROR
+    assert f"at least {worst} (a fixed sleep)" in f.message
+    assert "TimeoutStartSec=90 s (the default)" in f.message
+    assert lint("[Service]\nTimeoutStartSec=30min\n" + VLLM + line, "OP403") == []
+
+
+def test_op403_a_short_fixed_sleep_is_not_a_timeout_problem():
+    assert lint("[Service]\n" + VLLM + "ExecStartPre=/bin/sleep 30\n", "OP403") == []
+
+
 def test_op403_enough_start_timeout_is_fine():
     assert lint("[Service]\nTimeoutStartSec=10min\n" + VLLM + LOOP, "OP403") == []
 
