@@ -209,6 +209,11 @@ def test_op406_fixed_sleep_after_other_commands_in_a_script(script):
     assert "waits a fixed time" in f.message
 
 
+def test_op406_fixed_sleep_after_the_stop_to_let_the_gpus_free_up():
+    (f,) = lint("[Service]\n" + VLLM + "ExecStopPost=/bin/sleep 15\n", "OP406")
+    assert "waits a fixed time" in f.message
+
+
 def test_op406_sleep_in_a_script_with_a_bounded_loop_is_fine():
     loop = 'pkill -f vllm; until [ -z "$$(pgrep -f vllm)" ]; do sleep 1; done'
     assert lint(f"[Service]\n{VLLM}ExecStartPre=/bin/bash -c '{loop}'\n", "OP406") == []

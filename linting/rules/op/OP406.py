@@ -17,10 +17,11 @@ _LOOP = re.compile(r"(?:^|[;&|\n(]|\bdo|\bthen)\s*(?:for|while|until)\b")
 @rule("OP406", Severity.WARNING)
 def fixed_sleep_before_start(ctx: UnitContext) -> Iterator[Hit]:
     """
-    A fixed `sleep` in `ExecStartPre=` instead of a check.
+    A fixed `sleep` in `ExecStartPre=` or `ExecStopPost=` instead of a check.
 
     What it does:
-    Reports `ExecStartPre=` commands that only sleep (`/bin/sleep 30`, `bash -c 'sleep 30'`),
+    Reports `ExecStartPre=` and `ExecStopPost=` commands (where units wait for the GPUs to
+    be free) that only sleep (`/bin/sleep 30`, `bash -c 'sleep 30'`),
     and shell scripts that sleep a fixed time without a loop around the sleep
     (`bash -c 'pkill -f vllm; sleep 30'`).
 
@@ -40,7 +41,7 @@ def fixed_sleep_before_start(ctx: UnitContext) -> Iterator[Hit]:
     ```
     """
     for cmd in ctx.commands:
-        if cmd.key != "ExecStartPre":
+        if cmd.key not in ("ExecStartPre", "ExecStopPost"):
             continue
         argv = cmd.argv
         is_sleep = cmd.command.path.rsplit("/", 1)[-1] == "sleep"
