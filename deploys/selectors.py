@@ -106,7 +106,11 @@ def lint_versions(*, profile_version: ProfileVersion, host: Host) -> tuple[int, 
                 f"for the profile's target vLLM {target_vllm}"
             )
     else:
-        notes.append(f"{host.name} not probed for vLLM: linted for {target_vllm}")
+        # Also after a probe: it asks only executables of approved units (or an admin's list).
+        notes.append(
+            f"{host.name}'s vLLM version is not known yet: linted for the profile's target "
+            f"vLLM {target_vllm}"
+        )
     return systemd_version, vllm_version, notes
 
 

@@ -475,3 +475,15 @@ def test_reject_needs_a_reason_and_ends_the_request(
         deploy_request_approve(request=request, approver=people.alice)
     assert enqueued.deploys == []
     assert AuditEvent.objects.get(kind="deploy.rejected").payload["comment"] == "wrong host"
+
+
+def test_a_probed_host_whose_vllm_version_is_unknown_is_not_said_to_be_unprobed(
+    host: Host, version: Any
+) -> None:
+    # A new host's probe reads systemd but has no approved executable to ask for vLLM's.
+    host.systemd_version, host.probed_at = 252, timezone.now()
+    _, vllm, notes = selectors.lint_versions(profile_version=version, host=host)
+    assert vllm == version.data["target_vllm_version"]
+    assert notes == [
+        f"{host.name}'s vLLM version is not known yet: linted for the profile's target vLLM {vllm}"
+    ]
