@@ -147,7 +147,11 @@ class DeployRequestForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["profile_version"].queryset = deployable_versions()
-        self.fields["host"].queryset = deployable_hosts()
+        hosts = self.fields["host"].queryset = deployable_hosts()
+        only = list(hosts[:2])
+        if len(only) == 1 and not self.is_bound and "host" not in self.initial:
+            self.initial["host"] = only[0].pk  # nothing to choose
+        self.no_host = not only
 
     def clean_unit_name(self) -> str:
         name = self.cleaned_data["unit_name"].strip()

@@ -392,3 +392,15 @@ def test_admin_pages_are_read_only(
         assert client.get(f"/admin/deploys/{name}/").status_code == 200
     assert client.get(f"/admin/deploys/deployrequest/{request.pk}/change/").status_code == 200
     assert client.get("/admin/deploys/host/add/").status_code == 403
+
+
+def test_the_deploy_form_preselects_the_only_host(people: People, host: Host) -> None:
+    page = client_for(people.olga).get(url("request_new")).content.decode()
+    assert re.search(rf'<option value="{host.pk}" selected>', page)
+
+
+def test_the_deploy_form_without_any_host_says_how_to_get_one(people: People) -> None:
+    assert not Host.objects.exists()
+    page = client_for(people.olga).get(url("request_new")).content.decode()
+    assert "No host to deploy to yet" in page
+    assert f'href="{url("host_list")}"' in page
