@@ -436,7 +436,10 @@ def _decide(request: HttpRequest, pk: int, approve: bool) -> HttpResponse:
                 comment=comment,
                 expected_sha256=form.cleaned_data.get("expected_sha256") or None,
             )
-            messages.success(request, f"Request #{deploy.pk} approved; the deploy is queued.")
+            # The job part of the page updates itself; this message stays as it is.
+            messages.success(
+                request, f"Request #{deploy.pk} approved: the job below shows each step."
+            )
         else:
             deploy_requests.deploy_request_reject(
                 request=deploy, approver=request.user, comment=comment

@@ -305,7 +305,7 @@ def test_approver_approves_from_the_detail_page(
             {"comment": "looks right", "expected_sha256": request.unit_sha256},
             follow=True,
         )
-    assert b"approved; the deploy is queued" in response.content
+    assert b"approved: the job below shows each step" in response.content
     assert enqueued.deploys == [request.pk]
     again = client_for(people.bob).post(url("request_approve", request.pk), follow=True)
     assert b"already approved, queued by alice" in again.content
