@@ -23,6 +23,7 @@ from tests.deploys.helpers import (
     push_only,
     step_rows,
     unique,
+    wait_for,
 )
 from tests.testhost.host import TestHost
 
@@ -124,15 +125,24 @@ def test_renewal_keeps_the_lease_alive(host_row: Host) -> None:
 # deploy jobs contending for one host (real SSH)
 
 
-def slowed(name: str, seconds: float) -> tuple[tuple[str, Step], ...]:
-    """The real steps, with `name` taking `seconds` longer: a window for contention."""
+def held_until_the_others_wait(name: str, others: list[int]) -> tuple[tuple[str, Step], ...]:
+    """The real steps, with `name` held until every other request's job has begun waiting
+    for the host (its host_lock step is recorded): the overlap under test is then certain,
+    however busy the machine (a fixed sleep in the step only made it likely)."""
 
     def wrap(step: Step) -> Step:
-        def slow(ctx: DeployContext) -> StepResult:
-            time.sleep(seconds)
+        def held(ctx: DeployContext) -> StepResult:
+            waiting = [pk for pk in others if pk != ctx.request.pk]
+            wait_for(  # the bound only guards against a hang; the assertions say what failed
+                lambda: (
+                    JobStep.objects.filter(request_id__in=waiting, name="host_lock").count()
+                    == len(waiting)
+                ),
+                timeout=60,
+            )
             return step(ctx)
 
-        return slow
+        return held
 
     return tuple((n, wrap(s) if n == name else s) for n, s in STEPS)
 
@@ -147,7 +157,8 @@ def test_two_jobs_on_one_host_run_one_after_the_other(testhost: TestHost) -> Non
 
     def deliver(pk: int) -> None:
         start.wait()
-        results[pk] = runner.run_deploy(pk, steps=slowed("push", 1.0))
+        held = held_until_the_others_wait("push", [r.pk for r in requests])
+        results[pk] = runner.run_deploy(pk, steps=held)
 
     threads = [in_thread(deliver, r.pk) for r in requests]
     for t in threads:
