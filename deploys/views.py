@@ -141,7 +141,18 @@ def _host_create(
 @require_GET
 @requires(VIEW_HOST)
 def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    host = get_object_or_404(Host, pk=pk)
+    return _host_page(request, get_object_or_404(Host, pk=pk))
+
+
+def _host_page(
+    request: HttpRequest,
+    host: Host,
+    *,
+    executables_form: ProbeExecutablesForm | None = None,
+    adopt_form: UnitAdoptForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The host page; a refused form is shown again as it was sent, with its errors."""
     user = request.user
     return render(
         request,
@@ -155,13 +166,15 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
             and host.presented_fingerprint != host.host_key_fingerprint,
             "recent_requests": selectors.deploy_request_list(host=host)[:10],
             "can_adopt": user.has_perm(ADOPT_UNIT),
-            "executables_form": ProbeExecutablesForm(
+            "executables_form": executables_form
+            or ProbeExecutablesForm(
                 initial={"executables": "\n".join(host.probe_executables or [])}
             ),
-            "adopt_form": UnitAdoptForm(),
+            "adopt_form": adopt_form or UnitAdoptForm(),
             "adoptions": host.unit_adoptions.select_related("adopted_by")[:20],
             **deployed_units_context(host, user),
         },
+        status=status,
     )
 
 
@@ -273,42 +286,51 @@ def host_pin_key(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @requires(VIEW_HOST, CHANGE_HOST)
 def host_probe_executables(request: HttpRequest, pk: int) -> HttpResponse:
+    host = get_object_or_404(Host, pk=pk)
     form = ProbeExecutablesForm(request.POST)
-
-    def action(host: Host) -> str:
-        if not form.is_valid():
-            raise ValidationError([e for errors in form.errors.values() for e in errors])
-        saved = hosts.host_set_probe_executables(
-            host=host, executables=form.paths(), actor=request.user
-        )
-        listed = ", ".join(saved.probe_executables) or "none"
-        return f"The probe of {host.name} may run: {listed} (and the executables of pushed units)."
-
-    return _host_action(request, pk, action)
+    if form.is_valid():
+        try:
+            saved = hosts.host_set_probe_executables(
+                host=host, executables=form.paths(), actor=request.user
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            listed = ", ".join(saved.probe_executables) or "none"
+            messages.success(
+                request,
+                f"The probe of {host.name} may run: {listed} (and the executables of pushed "
+                "units).",
+            )
+            return redirect("deploys:host_detail", pk=host.pk)
+    # Refused: the list as typed stays in the form, each problem on its own line.
+    return _host_page(request, host, executables_form=form, status=400)
 
 
 @require_POST
 @requires(VIEW_HOST, ADOPT_UNIT)
 def host_adopt_unit(request: HttpRequest, pk: int) -> HttpResponse:
+    host = get_object_or_404(Host, pk=pk)
     form = UnitAdoptForm(request.POST)
-
-    def action(host: Host) -> str:
-        if not form.is_valid():
-            raise ValidationError(
-                [f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()]
+    if form.is_valid():
+        try:
+            adoption = unit_adoptions.unit_adopt(
+                host=host,
+                unit_name=form.cleaned_data["unit_name"],
+                comment=form.cleaned_data["comment"],
+                actor=request.user,
             )
-        adoption = unit_adoptions.unit_adopt(
-            host=host,
-            unit_name=form.cleaned_data["unit_name"],
-            comment=form.cleaned_data["comment"],
-            actor=request.user,
-        )
-        return (
-            f"{adoption.unit_name}.service on {host.name} adopted (sha256 "
-            f"{adoption.sha256[:12]}…): a deploy may now replace exactly this file."
-        )
-
-    return _host_action(request, pk, action)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(
+                request,
+                f"{adoption.unit_name}.service on {host.name} adopted (sha256 "
+                f"{adoption.sha256[:12]}…): a deploy may now replace exactly this file.",
+            )
+            return redirect("deploys:host_detail", pk=host.pk)
+    # Refused: the name and the reason stay as typed, the problem at its field.
+    return _host_page(request, host, adopt_form=form, status=400)
 
 
 # -- deploy requests -----------------------------------------------------------------------

@@ -149,6 +149,21 @@ def test_host_page_adopts_a_unit_for_admins_only(
     assert UnitAdoption.objects.get().adopted_by == people.ada
 
 
+def test_a_refused_adoption_keeps_the_reason_typed_and_says_what_is_wrong(
+    client: Client, people: People, host: Host, on_host: FakeHosts
+) -> None:
+    # It used to redirect: the reason was gone, the error read "unit_name: …".
+    client.force_login(people.ada)
+    url = reverse("deploys:host_adopt_unit", args=[host.pk])
+    why = "hand-made by the previous team, replaced by the n-gram profile"
+    response = client.post(url, {"unit_name": "absent", "comment": why})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert f">\n{why}</textarea>" in page and 'value="absent"' in page
+    assert "nothing to adopt" in page
+    assert not UnitAdoption.objects.exists()
+
+
 # -- the job re-checks right before writing (real test host) -------------------------------
 
 

@@ -3,6 +3,7 @@ approve/reject, job steps. Host I/O is replaced by the `on_host` fixture (confte
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable
 from typing import Any
@@ -404,3 +405,20 @@ def test_the_deploy_form_without_any_host_says_how_to_get_one(people: People) ->
     page = client_for(people.olga).get(url("request_new")).content.decode()
     assert "No host to deploy to yet" in page
     assert f'href="{url("host_list")}"' in page
+
+
+def test_a_refused_list_of_probe_executables_is_kept_in_the_form_with_each_problem(
+    people: People, host: Host
+) -> None:
+    # It used to redirect: the admin's text was gone and both problems read as one line.
+    typed = "vllm\n/opt/vllm/bin/../bin/vllm\n/opt/vllm/bin/vllm"
+    response = client_for(people.ada).post(
+        url("host_probe_executables", host.pk), {"executables": typed}
+    )
+    assert response.status_code == 400
+    page = html.unescape(response.content.decode())
+    assert f">\n{typed}</textarea>" in page
+    assert re.search(r"<li>.vllm.: not an absolute path</li>", page)
+    assert re.search(r"<li>'/opt/vllm/bin/\.\./bin/vllm': write it plainly", page)
+    host.refresh_from_db()
+    assert host.probe_executables == []
