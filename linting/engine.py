@@ -53,6 +53,9 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[InputError]]:
                 for p in path.rglob("*")
                 if _is_unit_file(p) and not p.parent.name.endswith(".d")
             )
+            if not found:  # a wrong directory must not pass as "0 files, no findings"
+                errors.append(InputError(raw, "no unit files (.service, .socket, …) in it"))
+                continue
             result.extend(found)
             continue
         if path.is_file():

@@ -101,6 +101,16 @@ def test_binary_file_exits_two_without_traceback(units: Path) -> None:
     assert "UTF-8" in out + err
 
 
+def test_a_directory_without_unit_files_is_an_input_error_like_a_glob_without_matches(
+    tmp_path: Path,
+) -> None:
+    # A wrong directory in CI once passed: "Found 0 errors … in 0 files", exit 0.
+    (tmp_path / "README.md").write_text("not a unit\n")
+    code, out, err = lint(str(tmp_path))
+    assert code == 2
+    assert f"{tmp_path}: error: no unit files" in out + err
+
+
 def test_unknown_option_exits_two(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, _ = lint("--bogus")
     assert code == 2
