@@ -7,6 +7,7 @@ so nothing here is a fixture.
 from __future__ import annotations
 
 import contextlib
+import random
 import re
 import secrets
 import socket
@@ -156,6 +157,27 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+# Below Linux's default ephemeral range (net.ipv4.ip_local_port_range 32768-60999).
+SERVICE_PORTS = range(20000, 32768)
+
+
+def service_port() -> int:
+    """A free loopback port for a service that a test stops and starts again on it.
+
+    Outside the ephemeral range: there the kernel hands a port that is free for a moment
+    (between a stop and the next start) to any process's outgoing connection or bind(0),
+    and the restarted service then cannot bind it.
+    """
+    for port in random.sample(SERVICE_PORTS, 50):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free loopback port in {SERVICE_PORTS}")
 
 
 def double_profile(name: str = "", port: int | None = None, **overrides: Any) -> dict[str, Any]:

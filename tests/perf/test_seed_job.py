@@ -47,6 +47,7 @@ from tests.deploys.helpers import (
     double_profile,
     make_host,
     make_users,
+    service_port,
 )
 from tests.deploys.qcluster_support import Setup, manage, python
 from tests.deploys.test_qcluster_pipeline import NEXT
@@ -122,7 +123,8 @@ def test_the_seeds_ngram_variant_regresses_and_the_job_puts_the_74_tok_s_baselin
     seedhost: TestHost, pair: Any
 ) -> None:
     site: Host = make_host(seedhost)
-    baseline = approved_request(site, *pair, data=double_profile(environment=SEED_SPEED))
+    data = double_profile(environment=SEED_SPEED, port=service_port())
+    baseline = approved_request(site, *pair, data=data)
     profile = baseline.profile_version.profile
     BenchPolicy.objects.create(profile=profile, **POLICY)
     unit = f"{baseline.unit_name}.service"
@@ -198,7 +200,7 @@ import json, sys, django
 django.setup()
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
 from perf.models import BenchPolicy
-from tests.deploys.helpers import double_profile, make_host, make_users
+from tests.deploys.helpers import double_profile, make_host, make_users, service_port
 from tests.testhost.host import TestHost
 from units.services import profile_create
 
@@ -206,7 +208,8 @@ testhost = TestHost.from_json(json.loads(sys.argv[1]))
 speed, policy = json.loads(sys.argv[2]), json.loads(sys.argv[3])
 requester, approver = make_users()
 host = make_host(testhost)
-profile = profile_create(data=double_profile(environment=speed), created_by=None)
+data = double_profile(environment=speed, port=service_port())
+profile = profile_create(data=data, created_by=None)
 BenchPolicy.objects.create(profile=profile, **policy)
 request = deploy_request_create(
     profile_version=profile.versions.get(), host=host, requested_by=requester,
