@@ -4,6 +4,10 @@ READY=1, KillMode=process lets workers survive)."""
 
 from __future__ import annotations
 
+import shutil
+import signal
+import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -332,3 +336,46 @@ def test_op410_root_on_every_interface():
     (g,) = lint(text.replace("8000", "8000 --host 0.0.0.0"), "OP410")
     assert "--host binds every interface" in g.message
     assert lint(text.replace("[Service]\n", "[Service]\nDynamicUser=yes\n"), "OP410") == []
+
+
+# -- OP411 ----------------------------------------------------------------------------------
+# `pkill -f PATTERN` matches full command lines, and the shell that runs it has the pattern
+# in its own: `bash -c 'pkill -f "vllm serve"; echo survived'` ends with 143 (SIGTERM),
+# "survived" never printed (procps pkill skips only itself, not its parent shell).
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        'pkill -f "vllm serve" || true; sleep 5',
+        "pkill -9 -f vllm; exit 0",
+        "pkill --full VLLM::EngineCore",
+    ],
+)
+def test_op411_pkill_full_in_a_shell_script_kills_the_shell_itself(script):
+    text = f"[Service]\n{VLLM}ExecStartPre=/bin/bash -c '{script}'\n"
+    (f,) = lint(text, "OP411")
+    assert f.severity == Severity.ERROR
+    assert "kills the shell that runs it" in f.message
+    assert spanned(text, f).startswith("pkill")
+
+
+def test_op411_a_pattern_that_cannot_match_its_own_text_and_pkill_without_f_are_fine():
+    for script in ('pkill -f "[v]llm serve"; exit 0', "pkill vllm; exit 0"):
+        assert lint(f"[Service]\n{VLLM}ExecStartPre=/bin/bash -c '{script}'\n", "OP411") == []
+    assert lint(f"[Service]\n{VLLM}ExecStartPre=/usr/bin/pkill -f vllm\n", "OP411") == []
+
+
+def test_op411_in_a_stop_command_only_the_rest_of_the_script_is_lost():
+    text = f"[Service]\n{VLLM}ExecStopPost=/bin/sh -c 'pkill -f vllm; rm -f /run/x'\n"
+    (f,) = lint(text, "OP411")
+    assert f.severity == Severity.WARNING
+
+
+@pytest.mark.skipif(shutil.which("pkill") is None, reason="needs procps' pkill")
+def test_op411_premise_bash_running_pkill_full_of_its_own_text_is_killed():
+    marker = f"specadmin-op411-{uuid.uuid4().hex}"  # matches nothing else on the machine
+    script = f'pkill -f "{marker}" || true; echo survived'
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout) == (-signal.SIGTERM, "")
+    assert len(lint(f"[Service]\n{VLLM}ExecStartPre=/bin/bash -c '{script}'\n", "OP411")) == 1

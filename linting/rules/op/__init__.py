@@ -14,6 +14,7 @@ from linting.rules.op import (
     OP408,
     OP409,
     OP410,
+    OP411,
 )
 
 __all__ = [
@@ -27,4 +28,5 @@ __all__ = [
     "OP408",
     "OP409",
     "OP410",
+    "OP411",
 ]
