@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from servebench import BenchError, RunSettings, run_sync
 from tests.bench.conftest import StartDouble
 from tests.doubles.vllm_double_http import spawn_api_process
+from tests.ports import refusing_port
 
 
 def _settings(url: str, **kw: object) -> RunSettings:
@@ -24,19 +23,16 @@ def _settings(url: str, **kw: object) -> RunSettings:
     return RunSettings(**(base | kw))  # type: ignore[arg-type]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 FAST = ("--ttft-ms", "20", "--tokens-per-s", "400")
 
 
 def test_a_server_that_is_down_is_a_clear_error_before_anything_is_measured() -> None:
-    url = f"http://127.0.0.1:{_free_port()}"
-    with pytest.raises(BenchError, match=r"cannot connect to the server at http://127\.0\.0\.1"):
-        run_sync(_settings(url))
+    with refusing_port() as port:
+        url = f"http://127.0.0.1:{port}"
+        with pytest.raises(
+            BenchError, match=r"cannot connect to the server at http://127\.0\.0\.1"
+        ):
+            run_sync(_settings(url))
 
 
 @pytest.mark.parametrize(

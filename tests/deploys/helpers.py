@@ -6,13 +6,12 @@ so nothing here is a fixture.
 
 from __future__ import annotations
 
-import contextlib
 import random
 import re
 import secrets
 import socket
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -255,16 +254,6 @@ def step_rows(request: DeployRequest) -> list[tuple[str, str]]:
 
 # sshd reads sshd_config.d/ in name order and keeps a keyword's first value (sshd_config(5)).
 NO_FORWARDING = "/etc/ssh/sshd_config.d/00-a-no-forwarding.conf"
-
-
-@contextlib.contextmanager
-def refusing_port() -> Iterator[int]:
-    """A loopback port on which connections are refused while the block runs: bound here and
-    never listening, so no other process can start listening there meanwhile (a port that
-    was merely free when picked can be taken by then on a busy machine)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        yield int(s.getsockname()[1])
 
 
 def listening(port: int) -> bool:

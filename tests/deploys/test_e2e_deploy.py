@@ -9,7 +9,6 @@ Then a host whose key is not the pinned one (a second host's key) is refused eve
 from __future__ import annotations
 
 import secrets
-import socket
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -26,6 +25,7 @@ from deploys.transports import HostKeyMismatch, push_unit
 from deploys.transports.push import BACKUP_SUFFIX
 from deploys.transports.ssh import fingerprint_sha256, parse_pinned_key
 from tests.deploys.helpers import UNIT_DIR, Enqueued, People
+from tests.ports import refusing_port
 from tests.testhost.host import TestHost
 from tests.units.factories import baseline
 from units.services import profile_create
@@ -168,10 +168,7 @@ def test_a_changed_host_key_is_refused(
 
 
 def test_unreachable_host_is_a_clear_error(people: People) -> None:
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with pytest.raises(ValidationError, match=f"127.0.0.1:{port}"):
+    with refusing_port() as port, pytest.raises(ValidationError, match=f"127.0.0.1:{port}"):
         hosts.host_probe_key(address="127.0.0.1", port=port)
 
 

@@ -10,7 +10,6 @@ be left alone and named. The module boots its own host: these tests change GPU s
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 
 import pytest
@@ -36,12 +35,6 @@ REGISTER = (
     "from doubles import gpu_state as g; c = g.load_config(); "
     "g.register(c, int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +65,8 @@ def start_vllm_unit(host: TestHost, *, env: str = "", tp: int = 8) -> str:
         "[Service]\nType=exec\n"
         "Environment=VLLM_DOUBLE_FAULTS=leftover_worker VLLM_DOUBLE_LOAD_S=0.1 "
         f"VLLM_DOUBLE_CONFIG_DELAY_S=0 {env}\n"
-        f"ExecStart=/usr/local/bin/vllm serve leaky --port {free_port()} "
+        # port 0: the kernel picks a free one as the double binds (none is read back)
+        "ExecStart=/usr/local/bin/vllm serve leaky --port 0 "
         f"--tensor-parallel-size {tp} --gpu-memory-utilization 0.8\n",
     )
     host.systemctl("daemon-reload", check=True)

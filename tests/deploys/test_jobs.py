@@ -42,6 +42,7 @@ from tests.deploys.helpers import (
     unique,
     wait_for,
 )
+from tests.ports import refusing_port
 from tests.testhost.host import TestHost
 
 STEP_NAMES = ["host_lock", "preflight", "push", "daemon_reload"]
@@ -392,11 +393,9 @@ def test_unreachable_host_fails_with_a_clear_reason(
     testhost: TestHost, site: Host, pair: Any
 ) -> None:
     request = approved_request(site, *pair)
-    with socket.create_server(("127.0.0.1", 0)) as s:
-        closed_port = s.getsockname()[1]
-    Host.objects.filter(pk=site.pk).update(ssh_port=closed_port)
-
-    assert runner.run_deploy(request.pk, steps=PUSH_ONLY) == "failed"
+    with refusing_port() as closed_port:
+        Host.objects.filter(pk=site.pk).update(ssh_port=closed_port)
+        assert runner.run_deploy(request.pk, steps=PUSH_ONLY) == "failed"
 
     request.refresh_from_db()
     assert request.status_reason.startswith(f"preflight: cannot reach host {site.name}: ")
@@ -426,10 +425,9 @@ def test_probe_records_the_hosts_facts(testhost: TestHost, site: Host, pair: Any
 
 @pytest.mark.testhost
 def test_probe_of_unreachable_host_records_the_error(site: Host, pair: Any) -> None:
-    with socket.create_server(("127.0.0.1", 0)) as s:
-        Host.objects.filter(pk=site.pk).update(ssh_port=s.getsockname()[1])
-
-    result = runner.run_probe(site.pk, None)
+    with refusing_port() as closed_port:
+        Host.objects.filter(pk=site.pk).update(ssh_port=closed_port)
+        result = runner.run_probe(site.pk, None)
 
     assert result["error"].startswith("HostUnreachable: ")
     site.refresh_from_db()

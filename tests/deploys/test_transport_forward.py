@@ -21,13 +21,12 @@ from deploys.transports.records import FORWARD, CommandRecord
 from deploys.transports.ssh import SSHTransport
 from tests.deploys.helpers import (
     NO_FORWARDING,
-    free_port,
     listening,
-    refusing_port,
     reload_sshd,
     unique,
     wait_for,
 )
+from tests.ports import listening_port, refusing_port
 from tests.testhost.host import TestHost
 
 pytestmark = pytest.mark.testhost
@@ -36,15 +35,15 @@ HTTP_SERVER = ("python3", "-m", "http.server", "--directory", "/etc")
 
 @pytest.fixture
 def loopback_server(testhost: TestHost) -> Iterator[tuple[str, int]]:
-    """An HTTP server on the host bound to 127.0.0.1 only (a transient unit)."""
-    port, unit = free_port(), unique("loopback-http")
+    """An HTTP server on the host bound to 127.0.0.1 only (a transient unit), on a port the
+    kernel picks as it binds (port 0)."""
+    unit = unique("loopback-http")
     testhost.ssh(
-        ["systemd-run", f"--unit={unit}", "--", *HTTP_SERVER, "--bind", "127.0.0.1", str(port)],
+        ["systemd-run", f"--unit={unit}", "--", *HTTP_SERVER, "--bind", "127.0.0.1", "0"],
         check=True,
     )
     try:
-        assert wait_for(lambda: listening(port)), testhost.journal(f"{unit}.service")
-        yield unit, port
+        yield unit, listening_port(testhost, unit)
     finally:
         testhost.ssh(["systemctl", "stop", f"{unit}.service"])
 

@@ -37,6 +37,7 @@ from deploys.transports.ssh import (
     quote_argv,
 )
 from tests.deploys.helpers import UNIT_DIR, sshd_serving, unique, wait_for
+from tests.ports import refusing_port
 from tests.testhost.host import TestHost
 
 pytestmark = pytest.mark.testhost
@@ -312,25 +313,23 @@ def test_wrong_client_key_is_authentication_failed(
 
 
 def test_closed_port_is_unreachable_by_refusal_not_by_timeout(testhost: TestHost) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    t = SSHTransport(
-        "127.0.0.1",
-        port,
-        "root",
-        pinned_host_key=testhost.host_key,
-        key_filename=testhost.key_path,
-        connect_timeout=3,
-    )
-    with pytest.raises(HostUnreachable) as info:
-        t.connect()
-    # Refused at once by the closed port (paramiko's NoValidConnectionsError lists why per
-    # address), not given up after connect_timeout.
-    causes = getattr(info.value.__cause__, "errors", {}).values()
-    assert causes and all(isinstance(e, ConnectionRefusedError) for e in causes), causes
-    with pytest.raises(HostUnreachable):
-        probe_host_key("127.0.0.1", port, timeout=2)
+    with refusing_port() as port:
+        t = SSHTransport(
+            "127.0.0.1",
+            port,
+            "root",
+            pinned_host_key=testhost.host_key,
+            key_filename=testhost.key_path,
+            connect_timeout=3,
+        )
+        with pytest.raises(HostUnreachable) as info:
+            t.connect()
+        # Refused at once by the closed port (paramiko's NoValidConnectionsError lists why
+        # per address), not given up after connect_timeout.
+        causes = getattr(info.value.__cause__, "errors", {}).values()
+        assert causes and all(isinstance(e, ConnectionRefusedError) for e in causes), causes
+        with pytest.raises(HostUnreachable):
+            probe_host_key("127.0.0.1", port, timeout=2)
 
 
 def test_non_ssh_listener_times_out_as_unreachable(testhost: TestHost) -> None:

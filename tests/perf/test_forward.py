@@ -27,14 +27,12 @@ from deploys.transports.records import FORWARD, CommandRecord
 from perf.models import BenchPolicy, BenchRun
 from tests.deploys.helpers import (
     NO_FORWARDING,
-    free_port,
     listening,
     make_host,
-    refusing_port,
     reload_sshd,
     unique,
-    wait_for,
 )
+from tests.ports import listening_port, refusing_port
 from tests.testhost.host import TestHost
 from units.models import ProfileVersion
 from units.services import profile_update
@@ -51,17 +49,17 @@ DOUBLE_ENV = {
 
 @pytest.fixture
 def loopback_vllm(testhost: TestHost) -> Iterator[Callable[[], int]]:
-    """`start()`: the vLLM double on the host, bound to 127.0.0.1 only; its port."""
+    """`start()`: the vLLM double on the host, bound to 127.0.0.1 only, on a port the kernel
+    picks as it binds (port 0); its port."""
     units: list[str] = []
 
     def start() -> int:
-        port, unit = free_port(), unique("vllm-loopback")
+        unit = unique("vllm-loopback")
         env = [f"--setenv={k}={v}" for k, v in DOUBLE_ENV.items()]
-        argv = ["/usr/local/bin/vllm", "serve", "m", "--host", "127.0.0.1", "--port", str(port)]
+        argv = ["/usr/local/bin/vllm", "serve", "m", "--host", "127.0.0.1", "--port", "0"]
         testhost.ssh(["systemd-run", f"--unit={unit}", *env, "--", *argv], check=True)
         units.append(unit)
-        assert wait_for(lambda: listening(port), timeout=30), testhost.journal(f"{unit}.service")
-        return port
+        return listening_port(testhost, unit)
 
     yield start
     for unit in units:

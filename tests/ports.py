@@ -1,0 +1,56 @@
+"""Loopback ports for tests without the pick-then-bind race.
+
+A port read from a socket bound to port 0 and closed again is only free at that moment: on a
+busy machine any process (an outgoing connection's ephemeral port included) can take it
+before the server the test starts binds it, and the server then fails with "Address already
+in use". So a port is never chosen here for someone else to bind later: either the socket
+stays bound while the port is in use (`refusing_port`), or the server binds port 0 itself
+and the test reads the port it got (`listening_port`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import socket
+import time
+from collections.abc import Iterator
+
+from tests.testhost.host import TestHost
+
+LOOPBACK = "127.0.0.1"
+
+
+@contextlib.contextmanager
+def refusing_port() -> Iterator[int]:
+    """A loopback port on which connections are refused while the block runs: bound here
+    and never listening (Linux answers a SYN to it with a reset), so no other process can
+    start listening there meanwhile."""
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        yield int(s.getsockname()[1])
+
+
+# ss(8) `-Hltnp`: "LISTEN 0 5 127.0.0.1:40123 0.0.0.0:* users:(("python3",pid=42,fd=3))"
+_SS_LINE = re.compile(r"^\S+\s+\d+\s+\d+\s+\S+:(\d+)\s+.*\bpid=(\d+),")
+
+
+def listening_port(host: TestHost, unit: str, timeout: float = 30) -> int:
+    """The TCP port the main process of `unit` on `host` listens on (the unit's server was
+    started with port 0, so the kernel chose a free port as the server bound it). Read with
+    `ss -ltnp` inside the host: the server's own output may sit in a pipe buffer. Fails
+    with the unit's state when it ends, or does not listen in `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    service = unit if "." in unit else f"{unit}.service"
+    while True:
+        pid = host.nsenter(["systemctl", "show", "-P", "MainPID", service]).stdout.strip()
+        for line in host.nsenter(["ss", "-Hltnp"]).stdout.splitlines():
+            match = _SS_LINE.match(line)
+            if match and pid not in ("", "0") and match.group(2) == pid:
+                return int(match.group(1))
+        if pid in ("", "0") or time.monotonic() > deadline:
+            state = host.nsenter(["systemctl", "status", "--no-pager", "-n", "30", service])
+            raise AssertionError(
+                f"{service} is not listening (MainPID {pid or '?'}):\n" + state.stdout
+            )
+        time.sleep(0.2)
