@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.ports import listening_port
 from tests.testhost import TestHost, find_leftovers, pick_free_ports, reap_leftovers
 
 pytestmark = pytest.mark.testhost
@@ -108,18 +109,18 @@ def test_nvidia_smi_double_lists_eight_idle_h200(testhost: TestHost) -> None:
 
 
 def test_vllm_unit_serves_on_its_gpus_and_stop_frees_memory(testhost: TestHost) -> None:
-    [port] = pick_free_ports(1, start=18000)
     spec = '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}'
     install_vllm_unit(
         testhost,
         "vllm-ok.service",
-        port=port,
+        port=0,
         gpus="2,3,5",
         extra_args=f"--tensor-parallel-size 2 --speculative-config '{spec}'",
         env={"VLLM_DOUBLE_ACCEPTED_PER_STEP": "3"},
     )
     testhost.ssh(["systemctl", "start", "vllm-ok.service"], check=True)
     try:
+        port = listening_port(testhost, "vllm-ok.service")
         wait_for("/health", lambda: healthy(testhost, port), timeout=30)
         used = gpu_used(testhost)
         assert used[2] == used[3] == int(0.9 * 143771)
@@ -164,16 +165,16 @@ def test_the_demo_profiles_unit_runs_as_user_vllm_from_opt_vllm_and_holds_its_gp
     testhost: TestHost,
 ) -> None:
     # The README's tour deploys the demo profiles (User=vllm, /opt/vllm/bin/vllm) here.
-    [port] = pick_free_ports(1, start=18050)
     testhost.write_file(
         "/etc/systemd/system/vllm-demo.service",
         "[Service]\nType=exec\nUser=vllm\nGroup=vllm\n"
         "Environment=CUDA_VISIBLE_DEVICES=6,7 VLLM_DOUBLE_LOAD_S=1\n"
-        f"ExecStart=/opt/vllm/bin/vllm serve /models/m --port {port} -tp 2\nTimeoutStopSec=5\n",
+        "ExecStart=/opt/vllm/bin/vllm serve /models/m --port 0 -tp 2\nTimeoutStopSec=5\n",
     )
     testhost.ssh(["systemctl", "daemon-reload"], check=True)
     testhost.ssh(["systemctl", "start", "vllm-demo.service"], check=True)
     try:
+        port = listening_port(testhost, "vllm-demo.service")
         wait_for("/health", lambda: healthy(testhost, port), timeout=30)
         used = gpu_used(testhost)
         assert used[6] == used[7] == int(0.9 * 143771)
@@ -183,15 +184,15 @@ def test_the_demo_profiles_unit_runs_as_user_vllm_from_opt_vllm_and_holds_its_gp
 
 
 def test_leftover_worker_escapes_stop_and_keeps_gpu_memory(testhost: TestHost) -> None:
-    [port] = pick_free_ports(1, start=18100)
     install_vllm_unit(
         testhost,
         "vllm-leftover.service",
-        port=port,
+        port=0,
         gpus="6",
         env={"VLLM_DOUBLE_FAULTS": "leftover_worker"},
     )
     testhost.ssh(["systemctl", "start", "vllm-leftover.service"], check=True)
+    port = listening_port(testhost, "vllm-leftover.service")
     wait_for("/health", lambda: healthy(testhost, port), timeout=30)
     testhost.ssh(["systemctl", "stop", "vllm-leftover.service"], check=True)
     state = testhost.ssh(["systemctl", "is-active", "vllm-leftover.service"]).stdout.strip()
@@ -207,7 +208,7 @@ def test_leftover_worker_escapes_stop_and_keeps_gpu_memory(testhost: TestHost) -
         assert len(apps) == 1, apps
         pid, name, mib = apps[0].split(", ")
         # The next start on that GPU fails the way vLLM does when memory is taken.
-        install_vllm_unit(testhost, "vllm-next.service", port=port, gpus="6")
+        install_vllm_unit(testhost, "vllm-next.service", port=0, gpus="6")
         testhost.ssh(["systemctl", "start", "vllm-next.service"], check=True)
         wait_for(
             "next start failed",
@@ -229,15 +230,12 @@ def test_leftover_worker_escapes_stop_and_keeps_gpu_memory(testhost: TestHost) -
 
 
 def test_never_healthy_serves_503_and_stays_active(testhost: TestHost) -> None:
-    [port] = pick_free_ports(1, start=18300)
     unit = "vllm-unhealthy.service"
-    install_vllm_unit(
-        testhost, unit, port=port, gpus="1", env={"VLLM_DOUBLE_FAULTS": "never_healthy"}
-    )
+    install_vllm_unit(testhost, unit, port=0, gpus="1", env={"VLLM_DOUBLE_FAULTS": "never_healthy"})
     testhost.ssh(["systemctl", "start", unit], check=True)
     try:
         curl = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}"]
-        url = f"http://127.0.0.1:{port}/health"
+        url = f"http://127.0.0.1:{listening_port(testhost, unit)}/health"
         wait_for("HTTP up", lambda: testhost.ssh([*curl, url]).stdout == "503", timeout=30)
         assert testhost.ssh(["systemctl", "is-active", unit]).stdout.strip() == "active"
     finally:
@@ -267,12 +265,12 @@ def test_crash_after_start_fails_the_unit_and_frees_memory(testhost: TestHost) -
 
 
 def test_ignore_sigterm_makes_stop_wait_for_the_timeout(testhost: TestHost) -> None:
-    [port] = pick_free_ports(1, start=18500)
     unit = "vllm-stubborn.service"
     install_vllm_unit(
-        testhost, unit, port=port, gpus="7", env={"VLLM_DOUBLE_FAULTS": "ignore_sigterm"}
+        testhost, unit, port=0, gpus="7", env={"VLLM_DOUBLE_FAULTS": "ignore_sigterm"}
     )
     testhost.ssh(["systemctl", "start", unit], check=True)
+    port = listening_port(testhost, unit)
     wait_for("/health", lambda: healthy(testhost, port), timeout=30)
     testhost.ssh(["systemctl", "stop", unit])
     journal = wait_for("timeout in journal", lambda: testhost.journal(unit, output="short"))
@@ -296,10 +294,9 @@ def test_ignore_sigterm_makes_stop_wait_for_the_timeout(testhost: TestHost) -> N
 def test_bad_speculative_config_fails_the_unit_with_the_error_in_the_journal(
     testhost: TestHost, spec: str, expected: str
 ) -> None:
-    [port] = pick_free_ports(1, start=18200)
     unit = "vllm-badspec.service"
-    install_vllm_unit(
-        testhost, unit, port=port, gpus="0", extra_args=f"--speculative-config '{spec}'"
+    install_vllm_unit(  # port 0: it fails before binding one
+        testhost, unit, port=0, gpus="0", extra_args=f"--speculative-config '{spec}'"
     )
     testhost.ssh(["systemctl", "reset-failed", unit])
     testhost.ssh(["systemctl", "start", unit], check=True)  # Type=exec: started at exec
