@@ -151,23 +151,18 @@ def approved_request(
     return deploy_request_approve(request=request, approver=approver)
 
 
-def free_port() -> int:
-    """A loopback port nothing listens on now (test hosts share this machine's network)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 # Below Linux's default ephemeral range (net.ipv4.ip_local_port_range 32768-60999).
 SERVICE_PORTS = range(20000, 32768)
 
 
 def service_port() -> int:
-    """A free loopback port for a service that a test stops and starts again on it.
+    """A free loopback port for a service whose port is configured before it starts (a
+    deployed unit's --port, where the product waits for it) or that a test stops and
+    starts again on it.
 
     Outside the ephemeral range: there the kernel hands a port that is free for a moment
-    (between a stop and the next start) to any process's outgoing connection or bind(0),
-    and the restarted service then cannot bind it.
+    (between the pick and the start, or a stop and the next start) to any process's
+    outgoing connection or bind(0), and the service then cannot bind it.
     """
     for port in random.sample(SERVICE_PORTS, 50):
         with socket.socket() as s:
@@ -192,7 +187,7 @@ def double_profile(name: str = "", port: int | None = None, **overrides: Any) ->
         model="/models/double-model",
         served_model_names=["double"],
         host="127.0.0.1",
-        port=port or free_port(),
+        port=port or service_port(),
         user="",
         group="",
         gpu_memory_utilization="0.5",
