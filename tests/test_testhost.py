@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ import pytest
 
 from tests.ports import listening_port
 from tests.testhost import TestHost, find_leftovers, pick_free_ports, reap_leftovers
+from tests.testhost import host as host_module
 
 pytestmark = pytest.mark.testhost
 
@@ -321,6 +323,33 @@ def test_factory_boots_hosts_in_parallel_on_distinct_ports(testhost_factory: Any
         assert host.boot_seconds > 0
         host.write_file("/run/marker", "x\n")
         assert host.nsenter(["cat", "/run/marker"]).stdout == "x\n"
+
+
+def test_a_host_whose_ssh_port_is_taken_after_it_was_picked_boots_on_another_port(
+    testhost_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process listens on the picked port before sshd in the container binds it (as
+    any process of this shared machine may): the boot is retried on a newly picked port."""
+    intruders: list[socket.socket] = []
+
+    def pick_then_lose_the_first(count: int, **kwargs: Any) -> list[int]:
+        ports = pick_free_ports(count, **kwargs)
+        if not intruders:
+            intruders.append(socket.create_server((host_module.LOOPBACK, ports[0])))
+        return ports
+
+    monkeypatch.setattr(host_module, "pick_free_ports", pick_then_lose_the_first)
+    try:
+        [host] = testhost_factory(1, gpu_count=1, install_doubles=False, timeout=90)
+        [intruder] = intruders
+        assert host.port != intruder.getsockname()[1]
+        assert host.ssh(["systemctl", "is-system-running"]).stdout.strip() in (
+            "running",
+            "degraded",
+        )
+    finally:
+        for s in intruders:
+            s.close()
 
 
 def test_crashed_run_is_reaped(tmp_path: Path) -> None:

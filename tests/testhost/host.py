@@ -69,6 +69,15 @@ MASKED_UNITS = (
 )
 
 
+class SshPortTaken(RuntimeError):
+    """sshd inside the host could not bind its port: another process took it after it was
+    picked (see boot_hosts)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(f"{host}: sshd could not bind port {port}: another process has it")
+        self.port = port
+
+
 class TestHostError(RuntimeError):
     """A test host could not be booted or reached; the message carries the console tail."""
 
@@ -638,9 +647,25 @@ def _launch(prep: _Prepared) -> None:
     _remember(host)
 
 
+def _sshd_port_taken(host: TestHost) -> bool:
+    """sshd logged that its port was in use ("Bind to port N on ADDR failed: Address already
+    in use." then "fatal: Cannot bind any address.", OpenSSH sshd.c server_listen); it then
+    exits 255, which ssh.service's RestartPreventExitStatus=255 does not restart."""
+    try:
+        journal = host.nsenter(
+            ["journalctl", "--no-pager", "-o", "cat", "-u", "ssh.service"], timeout=20
+        )
+    except (TestHostError, subprocess.TimeoutExpired):
+        return False  # the container's init is not up yet: nothing has been logged
+    return f"Bind to port {host.port} on {LOOPBACK} failed: Address already in use" in (
+        journal.stdout
+    )
+
+
 def _wait_running(host: TestHost, started: float, timeout: float) -> None:
     deadline = started + timeout
     last = ""
+    journal_checked = started
     while time.monotonic() < deadline:
         if not _pid_alive(host.nspawn_pid):
             raise TestHostError(
@@ -658,11 +683,20 @@ def _wait_running(host: TestHost, started: float, timeout: float) -> None:
                 return
         except subprocess.TimeoutExpired:
             last = "ssh timed out"
+        # Whatever now holds the port answers ssh or refuses it; sshd's log says which.
+        if time.monotonic() > journal_checked + 2:
+            if _sshd_port_taken(host):
+                raise SshPortTaken(host.name, host.port)
+            journal_checked = time.monotonic()
         time.sleep(0.25)
     raise TestHostError(
         f"{host.name}: not running|degraded after {timeout:.0f}s over ssh port {host.port} "
         f"(last answer: {last!r})\n--- console tail ---\n{host.console_tail()}"
     )
+
+
+# Boots of one boot_hosts call, each with newly picked sshd ports, before it gives up.
+PORT_ATTEMPTS = 3
 
 
 def boot_hosts(
@@ -676,13 +710,51 @@ def boot_hosts(
     timeout: float = 120,
     nspawn_args: Sequence[str] = (),
 ) -> list[TestHost]:
-    """Boot `count` hosts in parallel; on any failure every host of this call is torn down."""
+    """Boot `count` hosts in parallel; on any failure every host of this call is torn down.
+
+    sshd binds its port inside the container, seconds after the port was picked here, and
+    any process of this shared machine may bind it meanwhile (the container shares our
+    network, and a port cannot be handed to an sshd in it already bound). Only that failure,
+    seen in sshd's own log, boots the hosts again on newly picked ports; any other is raised.
+    """
     lower_path = Path(lower).resolve()
     _check_prerequisites(lower_path)
+    taken: set[int] = set()
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        try:
+            return _boot_hosts_once(
+                count,
+                lower_path,
+                name_prefix,
+                install_doubles,
+                gpu_count,
+                double_config,
+                timeout,
+                nspawn_args,
+                avoid=taken,
+            )
+        except SshPortTaken as exc:
+            if attempt == PORT_ATTEMPTS:
+                raise TestHostError(f"sshd's port was taken {attempt} times: {exc}") from exc
+            taken.add(exc.port)
+    raise AssertionError("unreachable")
+
+
+def _boot_hosts_once(
+    count: int,
+    lower_path: Path,
+    name_prefix: str,
+    install_doubles: bool,
+    gpu_count: int,
+    double_config: dict[str, Any] | None,
+    timeout: float,
+    nspawn_args: Sequence[str],
+    avoid: Iterable[int],
+) -> list[TestHost]:
     prepared: list[_Prepared] = []
     try:
         with _PORT_LOCK, _machine_lock():
-            ports = pick_free_ports(count)
+            ports = pick_free_ports(count, avoid=avoid)
             suffix = os.urandom(2).hex()
             for i, port in enumerate(ports):
                 name = f"{name_prefix}{i + 1}-{suffix}" if count > 1 else f"{name_prefix}-{suffix}"
