@@ -31,8 +31,10 @@ def refusing_port() -> Iterator[int]:
         yield int(s.getsockname()[1])
 
 
-# ss(8) `-Hltnp`: "LISTEN 0 5 127.0.0.1:40123 0.0.0.0:* users:(("python3",pid=42,fd=3))"
-_SS_LINE = re.compile(r"^\S+\s+\d+\s+\d+\s+\S+:(\d+)\s+.*\bpid=(\d+),")
+# ss(8) `-Hltnp`: "LISTEN 0 5 127.0.0.1:40123 0.0.0.0:* users:(("python3",pid=42,fd=3))",
+# one ("name",pid=N,fd=M) per process holding the socket.
+_SS_LINE = re.compile(r"^\S+\s+\d+\s+\d+\s+\S+:(\d+)\s")
+_SS_PID = re.compile(r"\bpid=(\d+),")
 
 
 def listening_port(host: TestHost, unit: str, timeout: float = 30) -> int:
@@ -46,7 +48,7 @@ def listening_port(host: TestHost, unit: str, timeout: float = 30) -> int:
         pid = host.nsenter(["systemctl", "show", "-P", "MainPID", service]).stdout.strip()
         for line in host.nsenter(["ss", "-Hltnp"]).stdout.splitlines():
             match = _SS_LINE.match(line)
-            if match and pid not in ("", "0") and match.group(2) == pid:
+            if match and pid not in ("", "0") and pid in _SS_PID.findall(line):
                 return int(match.group(1))
         if pid in ("", "0") or time.monotonic() > deadline:
             state = host.nsenter(["systemctl", "status", "--no-pager", "-n", "30", service])
