@@ -5,12 +5,14 @@ busy machine any process (an outgoing connection's ephemeral port included) can 
 before the server the test starts binds it, and the server then fails with "Address already
 in use". So a port is never chosen here for someone else to bind later: either the socket
 stays bound while the port is in use (`refusing_port`), or the server binds port 0 itself
-and the test reads the port it got (`listening_port`).
+and the test reads the port it got (`listening_port`). A port that must be known before
+its server starts is picked where the kernel hands out no ports by itself (`service_port`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import random
 import re
 import socket
 import time
@@ -56,3 +58,26 @@ def listening_port(host: TestHost, unit: str, timeout: float = 30) -> int:
                 f"{service} is not listening (MainPID {pid or '?'}):\n" + state.stdout
             )
         time.sleep(0.2)
+
+
+# Below Linux's default ephemeral range (net.ipv4.ip_local_port_range 32768-60999).
+SERVICE_PORTS = range(20000, 32768)
+
+
+def service_port() -> int:
+    """A free loopback port for a service whose port is configured before it starts (a
+    deployed unit's --port, where the product waits for it) or that a test stops and
+    starts again on it.
+
+    Outside the ephemeral range: there the kernel hands a port that is free for a moment
+    (between the pick and the start, or a stop and the next start) to any process's
+    outgoing connection or bind(0), and the service then cannot bind it.
+    """
+    for port in random.sample(SERVICE_PORTS, 50):
+        with socket.socket() as s:
+            try:
+                s.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free loopback port in {SERVICE_PORTS}")

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.ports import listening_port
+from tests.ports import listening_port, service_port
 from tests.testhost import TestHost, find_leftovers, pick_free_ports, reap_leftovers
 from tests.testhost import host as host_module
 
@@ -246,7 +246,7 @@ def test_never_healthy_serves_503_and_stays_active(testhost: TestHost) -> None:
 
 
 def test_crash_after_start_fails_the_unit_and_frees_memory(testhost: TestHost) -> None:
-    [port] = pick_free_ports(1, start=18400)
+    port = service_port()
     unit = "vllm-crash.service"
     install_vllm_unit(
         testhost,
@@ -430,7 +430,7 @@ def test_debian_trixie_lower_boots_with_systemd_257(testhost_factory: Any) -> No
     version = host.ssh(["systemctl", "--version"]).stdout.split()[1]
     assert int(version) >= 257
     assert host.ssh(["nvidia-smi", "-L"]).stdout.startswith("GPU 0: NVIDIA H200")
-    [port] = pick_free_ports(1, start=18600)
+    port = service_port()
     install_vllm_unit(host, "vllm.service", port=port, gpus="0")
     host.ssh(["systemctl", "start", "vllm.service"], check=True)
     probe = f"import urllib.request as u; u.urlopen('http://127.0.0.1:{port}/health', timeout=2)"

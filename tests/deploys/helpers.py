@@ -6,7 +6,6 @@ so nothing here is a fixture.
 
 from __future__ import annotations
 
-import random
 import re
 import secrets
 import socket
@@ -24,6 +23,7 @@ from deploys.jobs import steps
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
 from deploys.transports.ssh import HostKeyInfo, fingerprint_sha256, parse_pinned_key
+from tests.ports import service_port
 from tests.testhost.host import TestHost
 from tests.units.factories import baseline
 from units.services import profile_create
@@ -149,29 +149,6 @@ def approved_request(
         acknowledge_warnings=True,
     )
     return deploy_request_approve(request=request, approver=approver)
-
-
-# Below Linux's default ephemeral range (net.ipv4.ip_local_port_range 32768-60999).
-SERVICE_PORTS = range(20000, 32768)
-
-
-def service_port() -> int:
-    """A free loopback port for a service whose port is configured before it starts (a
-    deployed unit's --port, where the product waits for it) or that a test stops and
-    starts again on it.
-
-    Outside the ephemeral range: there the kernel hands a port that is free for a moment
-    (between the pick and the start, or a stop and the next start) to any process's
-    outgoing connection or bind(0), and the service then cannot bind it.
-    """
-    for port in random.sample(SERVICE_PORTS, 50):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free loopback port in {SERVICE_PORTS}")
 
 
 def double_profile(name: str = "", port: int | None = None, **overrides: Any) -> dict[str, Any]:
