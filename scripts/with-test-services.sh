@@ -5,9 +5,9 @@
 #
 # Given PG_URL (and REDIS_TEST_URL), those servers are used. Otherwise a throwaway
 # PostgreSQL cluster (initdb, trust authentication, no fsync) and a throwaway Redis (no
-# persistence) start on free loopback ports, with their data under /var/tmp, and are
-# stopped and removed when the command ends. So `make test` needs no database set up on a
-# fresh machine, and two runs on one machine never share a database.
+# persistence) start on free loopback ports (below the ephemeral range), with their data
+# under /var/tmp, and are stopped and removed when the command ends. So `make test` needs
+# no database set up on a fresh machine, and two runs on one machine never share a database.
 #
 # Exported for the command: PG_URL (the suites' DATABASE_URL), REDIS_TEST_URL (their
 # REDIS_URL), QCLUSTER_PG_ADMIN_URL and QCLUSTER_REDIS_URL (tests/deploys/test_qcluster.py
@@ -15,8 +15,25 @@
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: $0 COMMAND [ARGS…]" >&2; exit 2; }
 
+# A free loopback port below the kernel's ephemeral range (net.ipv4.ip_local_port_range,
+# Linux ip-sysctl docs): a port of that range, free when picked, can go to any process's
+# outgoing connection or bind(0) before the server binds it seconds later (the server then
+# fails "Address already in use"); below it only a process naming the port can take it.
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 - <<'EOF'
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for port in random.sample(range(20000, low), 50):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        print(port)
+        break
+else:
+    raise SystemExit(f"no free loopback port in 20000-{low - 1}")
+EOF
 }
 
 workdir=""
