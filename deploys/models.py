@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from deploys.probe_texts import NO_EXECUTABLE
 from deploys.step_titles import step_title
 from units.models import ProfileVersion
 from units.names import validate_unit_name
@@ -71,6 +72,20 @@ class Host(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def probe_lines(self) -> list[tuple[str, str]]:
+        """The last probe's messages, each with its weight: having no approved vLLM
+        executable to ask (a host before its first deploy) is a note, the rest errors."""
+        return [
+            ("info" if line == NO_EXECUTABLE else "error", line)
+            for line in self.probe_error.splitlines()
+            if line.strip()
+        ]
+
+    @property
+    def probe_failed(self) -> bool:
+        return any(weight == "error" for weight, _ in self.probe_lines)
 
     @property
     def key_pinned(self) -> bool:

@@ -12,8 +12,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from deploys.models import DeployRequest, Host, JobStep
+from deploys.probe import NO_EXECUTABLE
 from deploys.services import deploy_requests, hosts
 from deploys.transports import HostUnreachable
 from deploys.transports.ssh import HostKeyInfo
@@ -422,3 +424,19 @@ def test_a_refused_list_of_probe_executables_is_kept_in_the_form_with_each_probl
     assert re.search(r"<li>'/opt/vllm/bin/\.\./bin/vllm': write it plainly", page)
     host.refresh_from_db()
     assert host.probe_executables == []
+
+
+def test_a_new_hosts_probe_with_nothing_it_may_run_is_a_note_not_an_error(
+    people: People, host: Host
+) -> None:
+    # A first probe (no unit pushed yet) read systemd and the GPUs and asked no vLLM:
+    # expected, yet it showed in red and the host list said "error".
+    Host.objects.filter(pk=host.pk).update(probed_at=timezone.now(), probe_error=NO_EXECUTABLE)
+    ada = client_for(people.ada)
+    page = html.unescape(ada.get(url("host_detail", host.pk)).content.decode())
+    assert f'<li class="issue info">{NO_EXECUTABLE}</li>' in page
+    assert 'class="badge error"' not in ada.get(url("host_list")).content.decode()
+    Host.objects.filter(pk=host.pk).update(probe_error=f"{NO_EXECUTABLE}\nGPUs: timed out")
+    page = html.unescape(ada.get(url("host_detail", host.pk)).content.decode())
+    assert '<li class="issue error">GPUs: timed out</li>' in page
+    assert 'class="badge error"' in ada.get(url("host_list")).content.decode()
