@@ -15,10 +15,8 @@ busy machine are noisy: say so when you report them. Only loopback; every wait i
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,35 +24,24 @@ sys.path.insert(0, str(ROOT))
 
 from deploys.transports.ssh import SSHTransport  # noqa: E402  (after the path insert)
 from servebench.runner import RunSettings, run_sync  # noqa: E402
+from tests.ports import listening_port  # noqa: E402
 from tests.testhost.host import TestHost, boot_hosts  # noqa: E402
 
 FIGURES = ("ttft_p50_ms", "tpot_p50_ms", "output_tok_s")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_double(host: TestHost, port: int, tokens_per_s: float) -> None:
+def start_double(host: TestHost, tokens_per_s: float) -> int:
+    """The double on port 0 (the kernel picks a free port as it binds); the port it got."""
     env = {
         "CUDA_VISIBLE_DEVICES": "0",
         "VLLM_DOUBLE_LOAD_S": "0",
         "VLLM_DOUBLE_TTFT_MS": "60",
         "VLLM_DOUBLE_TOKENS_PER_S": str(tokens_per_s),
     }
-    argv = ["/usr/local/bin/vllm", "serve", "m", "--host", "127.0.0.1", "--port", str(port)]
+    argv = ["/usr/local/bin/vllm", "serve", "m", "--host", "127.0.0.1", "--port", "0"]
     setenv = [f"--setenv={k}={v}" for k, v in env.items()]
     host.ssh(["systemd-run", "--unit=vllm-forward-bench", *setenv, "--", *argv], check=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit(host.journal("vllm-forward-bench.service"))
+    return listening_port(host, "vllm-forward-bench", timeout=60)
 
 
 def measure(url: str, concurrency: int, requests: int, max_tokens: int) -> dict[str, float]:
@@ -86,8 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     [host] = boot_hosts(1, gpu_count=1)
     try:
-        port = free_port()
-        start_double(host, port, args.tokens_per_s)
+        port = start_double(host, args.tokens_per_s)
         transport = SSHTransport(
             host.host,
             host.port,

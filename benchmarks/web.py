@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -47,15 +46,11 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.ports import service_port  # noqa: E402  (after the path insert)
+
 USERNAME, PASSWORD = "bench-operator", "bench-password-1"
 LIST_TARGET_MS, PREVIEW_TARGET_MS = 150.0, 100.0
 SERVER_START_TIMEOUT_S = 60
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextmanager
@@ -219,7 +214,7 @@ def main() -> None:
             from benchmarks.web_data import populate  # noqa: PLC0415 (after django.setup())
 
             populate(args.profiles, args.versions, username=USERNAME, password=PASSWORD)
-            port = free_port()
+            port = service_port()  # below the ephemeral range: not taken before it binds
             proc = subprocess.Popen(
                 [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
                 cwd=ROOT,
