@@ -25,7 +25,7 @@ from linting.options import LintOptions
 from linting.systemd.catalog import UnknownSystemdVersion
 from linting.systemd.catalog import load_catalog as load_systemd_catalog
 from linting.vllm.catalog import available_versions as vllm_catalog_versions
-from units.linting import lint_rendered
+from units.linting import lint_beside
 from units.models import ProfileVersion
 from units.rendering import render_unit
 from units.unicode_text import split_lines, split_lines_keepends
@@ -132,7 +132,15 @@ def unit_for_host(*, profile_version: ProfileVersion, host: Host, unit_name: str
         LintOptions(), systemd_version=systemd_version, vllm_version=vllm_version
     )
     name = f"{unit_name}.service"
-    report = lint_rendered(text, name, name, options)
+    # The units specadmin deployed on this host under other names run beside this one:
+    # linted together, a port the new unit shares with one of them shows on the request
+    # page, not at the job's GPU-clean step. The same name is this unit's upgrade.
+    neighbours = {
+        f"{push.unit_name}.service": push.text
+        for push in deployed_units(host=host)
+        if push.unit_name != unit_name
+    }
+    report = lint_beside(text, name, neighbours, options)
     findings = sorted(report.findings, key=lambda f: (-int(f.severity), f.span.start, f.code))
     return HostUnit(
         unit_name=unit_name,

@@ -49,6 +49,25 @@ def lint_rendered(text: str, path: str, unit_name: str, options: LintOptions) ->
     return lint_units([unit], options)
 
 
+def lint_beside(
+    text: str, unit_name: str, neighbours: dict[str, str], options: LintOptions
+) -> Report:
+    """Lint unit text `unit_name` (e.g. "a.service") as one machine's unit beside
+    `neighbours` (unit name → text of the units that already run there), so the
+    cross-unit rules (VL325: one port twice) see them; only `unit_name`'s findings are
+    returned, the neighbours' own findings are theirs."""
+    names = [unit_name, *(name for name in neighbours if name != unit_name)]
+    texts = {unit_name: text, **{name: neighbours[name] for name in names[1:]}}
+    units = [parse_text(texts[name], name, UnitFile(path=name, name=name)) for name in names]
+    # One --same-host group: the run then treats them as one machine whatever their paths.
+    options = dataclasses.replace(options, same_host=(*options.same_host, tuple(names)))
+    report = lint_units(units, options)
+    return Report(
+        files=[fr for fr in report.files if fr.path == unit_name],
+        input_errors=report.input_errors,
+    )
+
+
 @dataclass(frozen=True)
 class ProfileLint:
     """Profile data rendered once and linted once, with the line map that ties each finding
