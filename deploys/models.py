@@ -113,7 +113,9 @@ class DeployRequest(models.Model):
         RUNNING = "running", "Running"
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
-        ROLLED_BACK = "rolled_back", "Failed, previous unit restored"
+        # True for both rollbacks (status_label says which): a replaced unit was restored,
+        # a brand-new one removed again.
+        ROLLED_BACK = "rolled_back", "Failed, rolled back"
         ROLLBACK_FAILED = "rollback_failed", "Failed, and the rollback failed too"
         CANCELLED = "cancelled", "Cancelled"
         INTERRUPTED = "interrupted", "Interrupted (the worker stopped)"
@@ -173,15 +175,14 @@ class DeployRequest(models.Model):
 
     @property
     def status_label(self) -> str:
-        """The status in words. A deploy of a unit the host did not have has no previous
-        unit to restore: its rollback removed the new one again."""
-        if (
-            self.status == self.Status.ROLLED_BACK
-            and self.kind == self.Kind.DEPLOY
-            and not self.host_unit_sha256
-        ):
+        """The status in words, more exact than the choice label for a rollback: a deploy
+        of a unit the host did not have has no previous unit to restore, its rollback
+        removed the new one again."""
+        if self.status != self.Status.ROLLED_BACK:
+            return self.get_status_display()
+        if self.kind == self.Kind.DEPLOY and not self.host_unit_sha256:
             return "Failed, new unit removed again"
-        return self.get_status_display()
+        return "Failed, previous unit restored"
 
     def __str__(self) -> str:
         kind = "" if self.kind == self.Kind.DEPLOY else f"{self.get_kind_display().lower()} "

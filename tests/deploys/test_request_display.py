@@ -109,3 +109,13 @@ def test_a_rolled_back_deploy_of_a_brand_new_unit_is_not_said_to_restore_a_previ
     rows = client.get(reverse("deploys:request_list")).content.decode()
     assert rows.count("Failed, new unit removed again") == 1
     assert "Failed, previous unit restored</span>" in rows  # the other one had a unit
+
+
+def test_the_status_filter_names_a_rollback_truly_whether_it_restored_a_unit_or_removed_one(
+    client: Client, people: People
+) -> None:
+    client.force_login(people.vic)
+    html = client.get(reverse("deploys:request_list")).content.decode()
+    option = re.search(r'<option value="rolled_back"[^>]*>([^<]*)</option>', html)
+    assert option is not None, "no filter option for rolled-back requests"
+    assert option.group(1) == "Failed, rolled back"
