@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
@@ -23,12 +23,18 @@ VIEW_PERMISSION = "audit.view_auditevent"
 @requires(VIEW_PERMISSION)
 def history(request: HttpRequest) -> HttpResponse:
     form = HistoryFilterForm(request.GET)
-    page = None
-    if form.is_valid():
-        events = audit_event_list(filters=form.filters())
-        page = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
+    if not form.is_valid():
+        return _refused(request, form)
+    events = audit_event_list(filters=form.filters())
+    page = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {"form": form, "page": page, "kinds": audit_kind_choices()}
-    return render(request, "audit/history.html", context, status=200 if page is not None else 400)
+    return render(request, "audit/history.html", context)
+
+
+def _refused(request: HttpRequest, form: HistoryFilterForm) -> HttpResponse:
+    """Bad filters (a page or an export): the history page, 400, saying which is wrong."""
+    context = {"form": form, "page": None, "kinds": audit_kind_choices()}
+    return render(request, "audit/history.html", context, status=400)
 
 
 @requires(VIEW_PERMISSION)
@@ -49,7 +55,7 @@ def _export(
 ) -> HttpResponse:
     form = HistoryFilterForm(request.GET)
     if not form.is_valid():
-        return HttpResponseBadRequest(form.errors.as_text(), content_type="text/plain")
+        return _refused(request, form)
     events = audit_event_list(filters=form.filters()).iterator(chunk_size=EXPORT_CHUNK)
     response = StreamingHttpResponse(render_rows(events), content_type=content_type)
     stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")

@@ -14,7 +14,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -422,14 +422,33 @@ def _diff_class(line: str) -> str:
     return {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "")
 
 
+def _chosen_versions(query: Any) -> tuple[list[int], str]:
+    """The version ids of `?a=…&b=…`, or what is wrong with them in words (then no ids)."""
+    texts = {"A": query.get("a", ""), "B": query.get("b", "")}
+    missing = [side for side, text in texts.items() if not text]
+    needs = "a comparison needs two, A (from) and B (to)."
+    if len(missing) == 2:
+        return [], f"No versions were chosen: {needs}"
+    if missing:
+        return [], f"Version {missing[0]} was not chosen: {needs}"
+    ids = []
+    for side, text in texts.items():
+        found = object_id(text)
+        if found is None:
+            shown = text if len(text) <= 20 else text[:20] + "…"
+            return [], f'{side}="{shown}" is not a version id (a whole number).'
+        ids.append(found)
+    return ids, ""
+
+
 @require_GET
 @requires(VIEW, VIEW_VERSIONS)
 def version_compare(request: HttpRequest) -> HttpResponse:
     """Any two versions, of one profile or of a variant and its original: field diff
     table and unified diff of the units (`?a=VERSION_ID&b=VERSION_ID`)."""
-    ids = [object_id(request.GET.get("a", "")), object_id(request.GET.get("b", ""))]
-    if None in ids:
-        return HttpResponseBadRequest("Choose two versions to compare (a and b).")
+    ids, problem = _chosen_versions(request.GET)
+    if problem:
+        return render(request, "units/compare_choose.html", {"problem": problem}, status=400)
     found = ProfileVersion.objects.select_related("profile", "created_by").in_bulk(ids)
     a, b = found.get(ids[0]), found.get(ids[1])
     if a is None or b is None:

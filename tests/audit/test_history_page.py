@@ -171,3 +171,16 @@ def test_exports_refuse_bad_filters(client, vera):
     client.force_login(vera)
 
     assert client.get(HISTORY + "export.csv", {"since": "yesterday"}).status_code == 400
+
+
+@pytest.mark.parametrize("export", ["export.csv", "export.json"])
+def test_an_export_with_bad_filters_shows_the_history_page_saying_which_filter_is_wrong(
+    client, vera, export
+):
+    client.force_login(vera)
+    response = client.get(HISTORY + export, {"since": "2026-03-05", "until": "2026-03-01"})
+
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("text/html")
+    html = response.content.decode()
+    assert "</nav>" in html and 'class="msg-error"' in html and "after" in html

@@ -508,6 +508,29 @@ def test_compare_shows_field_and_unit_diffs(alice: AbstractBaseUser, kimi: Servi
     assert client_for(alice).get(reverse("units:compare"), {"a": 999, "b": 998}).status_code == 404
 
 
+@pytest.mark.parametrize(
+    ("query", "problem"),
+    [
+        ({}, "No versions were chosen: a comparison needs two, A (from) and B (to)."),
+        ({"a": "1"}, "Version B was not chosen: a comparison needs two, A (from) and B (to)."),
+        ({"a": "x", "b": "1"}, "A=&quot;x&quot; is not a version id (a whole number)."),
+        ({"a": "1", "b": "9" * 40}, f"B=&quot;{'9' * 20}…&quot; is not a version id"),
+    ],
+    ids=["none", "one", "not-a-number", "too-long"],
+)
+def test_compare_without_two_versions_says_on_the_site_page_what_is_wrong_and_how_to_choose(
+    alice: AbstractBaseUser, query: dict[str, str], problem: str
+) -> None:
+    response = client_for(alice).get(reverse("units:compare"), query)
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("text/html")
+    html = response.content.decode()
+    assert "</nav>" in html  # the site's page, with its navigation
+    assert problem in html
+    assert "press <strong>Compare selected versions</strong>" in html
+    assert f'href="{reverse("units:list")}"' in html
+
+
 def test_variant_page_offers_compare_with_original(
     alice: AbstractBaseUser, kimi: ServiceProfile
 ) -> None:
