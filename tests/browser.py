@@ -8,7 +8,6 @@ window sizes. Tests using them are marked `browser` and skipped without Chromium
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,6 @@ try:
     from playwright import sync_api as playwright_sync
 except ImportError:  # optional: without Playwright the browser tests are skipped
     playwright_sync = None
-
-# Playwright's sync API runs an event loop in this thread; Django would refuse ORM calls
-# from the test body otherwise.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -93,10 +88,17 @@ def login(page: Any, base: str, username: str, password: str = PASSWORD) -> None
 
 
 @pytest.fixture
-def open_page(live_server: object, transactional_db: None) -> Iterator[Callable[..., Any]]:
+def open_page(
+    live_server: object, transactional_db: None, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., Any]]:
     """`open_page(width=1440, height=1000)` → a new tab in a window of that size."""
     if playwright_sync is None or not Path(CHROMIUM).exists():
         pytest.skip("needs Playwright and Debian's chromium")
+    # Playwright's sync API runs an event loop in the test's thread, and Django refuses ORM
+    # calls there unless this is set (docs.djangoproject.com/en/stable/topics/async/
+    # #envvar-DJANGO_ALLOW_ASYNC_UNSAFE). For these tests only: elsewhere it would hide
+    # real ORM calls from async code; monkeypatch removes it after the test.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with playwright_sync.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         contexts = []

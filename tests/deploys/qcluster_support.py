@@ -93,8 +93,8 @@ def python(env: dict[str, str], script: str, *args: str) -> Any:
 
 
 def base_env() -> dict[str, str]:
-    # Workers as in production: the test session's DJANGO_ALLOW_ASYNC_UNSAFE (for the
-    # browser tests) would hide ORM calls made inside an event loop.
+    # Workers as in production: a DJANGO_ALLOW_ASYNC_UNSAFE in the environment (the
+    # browser tests set it for themselves) would hide ORM calls made inside an event loop.
     dropped = ("DATABASE_URL", "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     # Long enough for a deploy job of the test profiles with its rollback (the runner

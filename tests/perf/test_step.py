@@ -123,11 +123,9 @@ def test_the_benchmark_runs_in_a_real_worker_where_the_database_is_refused_insid
     vllm_double: StartDouble,
     deploy_ctx: Callable[..., DeployContext],
     small_policy: BenchPolicy,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The test session allows ORM calls from async contexts (tests/browser.py); a qcluster
-    # worker does not, and the job's cancel check and progress both use the database.
-    monkeypatch.delenv("DJANGO_ALLOW_ASYNC_UNSAFE", raising=False)
+    # A qcluster worker refuses ORM calls from async contexts, and so does this test session
+    # (tests/test_browser_plugin.py); the job's cancel check and progress both use the database.
     ctx = deploy_ctx(vllm_double(*SEED))
     ctx.cancel_requested = _cancel_checker(ctx.request.pk)
     ctx.on_progress = lambda message: Host.objects.filter(pk=ctx.host.pk).exists() and None
@@ -139,9 +137,7 @@ def test_a_cancel_asked_for_during_the_benchmark_stops_it(
     vllm_double: StartDouble,
     deploy_ctx: Callable[..., DeployContext],
     small_policy: BenchPolicy,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv("DJANGO_ALLOW_ASYNC_UNSAFE", raising=False)
     ctx = deploy_ctx(vllm_double(*SEED))
     DeployRequest.objects.filter(pk=ctx.request.pk).update(cancel_requested_at=timezone.now())
     ctx.cancel_requested = _cancel_checker(ctx.request.pk)

@@ -149,7 +149,7 @@ def test_a_missing_secret_key_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def check_deploy(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
-    # Not the test run's own switches (the browser tests set DJANGO_ALLOW_ASYNC_UNSAFE).
+    # Not the test run's own switches (nor DJANGO_ALLOW_ASYNC_UNSAFE from a developer's shell).
     unset = {"DATABASE_URL", "REDIS_URL", "DJANGO_ALLOW_ASYNC_UNSAFE", "DEBUG"}
     clean = {k: v for k, v in os.environ.items() if k not in unset}
     clean.update(env, SPECADMIN_VAR_DIR=str(tmp_path), ALLOWED_HOSTS="specadmin.example")
