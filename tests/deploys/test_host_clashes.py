@@ -45,6 +45,19 @@ def test_a_unit_on_the_port_of_another_deployed_unit_gets_a_finding_naming_it(
     assert "vllm-small" not in found[0]["message"]
 
 
+def test_a_unit_on_the_gpus_of_another_deployed_unit_gets_a_finding_naming_it(
+    version: ProfileVersion, host: Host
+) -> None:
+    deployed(host, "vllm-small", baseline(name="vllm-small", port=8001))  # GPUs 0-7, 0.92
+    unit = selectors.unit_for_host(
+        profile_version=version, host=host, unit_name="vllm-kimi-k25-int4"
+    )
+    found = [f for f in unit.findings if f["code"] == "VL332"]
+    assert len(found) == 1, unit.findings
+    assert "GPU 0,1,2,3,4,5,6,7 also used by vllm-small.service" in found[0]["message"]
+    assert clashes(unit.findings) == []
+
+
 def test_redeploying_the_same_unit_name_is_an_upgrade_not_a_clash(
     version: ProfileVersion, host: Host
 ) -> None:
@@ -58,9 +71,11 @@ def test_redeploying_the_same_unit_name_is_an_upgrade_not_a_clash(
 def test_findings_of_the_other_units_themselves_are_not_shown(
     version: ProfileVersion, host: Host
 ) -> None:
-    deployed(
-        host, "vllm-short-stop", baseline(name="vllm-short-stop", port=8001, timeout_stop_sec=5)
+    # Its own port and a GPU share that fits beside 0.92: only its own OP405.
+    other = baseline(
+        name="vllm-short-stop", port=8001, timeout_stop_sec=5, gpu_memory_utilization=0.08
     )
+    deployed(host, "vllm-short-stop", other)
     unit = selectors.unit_for_host(
         profile_version=version, host=host, unit_name="vllm-kimi-k25-int4"
     )
@@ -81,7 +96,7 @@ def test_the_request_stores_the_clash_and_needs_it_acknowledged(
 ) -> None:
     deployed(host, "vllm-kimi-k25-int4-ngram", ngram())
     request = make_request(acknowledge_warnings=True)
-    assert [f["code"] for f in request.lint_findings] == ["VL325"]
+    assert [f["code"] for f in request.lint_findings] == ["VL325", "VL332"]
     assert request.warnings_acknowledged
 
 

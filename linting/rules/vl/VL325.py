@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import fnmatch
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -10,6 +8,7 @@ from linting.execline.env_substitution import has_unknown
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule
 from linting.rules.vl._commands import command_span
+from linting.rules.vl._machines import machines as _machine
 from linting.servers import VllmCommand
 from linting.spans import Span
 from linting.vllm.invocation import (
@@ -54,25 +53,6 @@ def _overlap(a: str | None, b: str | None) -> bool:
     if a is None or b is None or a in ALL_INTERFACES or b in ALL_INTERFACES:
         return True
     return a == b
-
-
-def _machine(unit: UnitContext) -> tuple[str, ...]:
-    """The machines a unit runs on, as far as the run says: its directory (units of one
-    directory run together), and every `--same-host` group that names it."""
-    path = unit.unit.path
-    keys = [os.path.dirname(os.path.abspath(path))]
-    for index, group in enumerate(unit.options.same_host):
-        if any(_names(pattern, path) for pattern in group):
-            keys.append(f"--same-host {index}")
-    return tuple(keys)
-
-
-def _names(pattern: str, path: str) -> bool:
-    """Does a `--same-host` entry (a unit file, a directory or a glob) name this unit?"""
-    if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(os.path.basename(path), pattern):
-        return True
-    full, base = os.path.abspath(path), os.path.abspath(pattern)
-    return full == base or full.startswith(base.rstrip("/") + "/")
 
 
 @rule("VL325", Severity.WARNING, per_run=True)

@@ -29,6 +29,7 @@ from linting.rules.vl import (
     VL328,
     VL330,
     VL331,
+    VL332,
 )
 
 __all__ = [
@@ -52,4 +53,5 @@ __all__ = [
     "VL328",
     "VL330",
     "VL331",
+    "VL332",
 ]

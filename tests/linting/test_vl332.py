@@ -1,0 +1,78 @@
+"""VL332: two vLLM units of one machine share a GPU and ask for more than its memory."""
+
+from __future__ import annotations
+
+from linting.engine import lint_units
+from linting.findings import Finding, Severity
+from linting.options import LintOptions
+from linting.unitfile import parse_text
+
+VLLM = "/opt/vllm/bin/vllm serve"
+
+
+def unit(args: str, gpus: str | None = None) -> str:
+    env = f"Environment=CUDA_VISIBLE_DEVICES={gpus}\n" if gpus is not None else ""
+    return f"[Service]\n{env}ExecStart={VLLM} {args}\n"
+
+
+def lint_two(
+    a: str, b: str, same_host: tuple[tuple[str, ...], ...] = (("a.service", "b.service"),)
+) -> dict[str, list]:
+    units = [
+        parse_text(a, "/etc/systemd/system/a.service"),
+        parse_text(b, "/etc/systemd/system/b.service"),
+    ]
+    options = LintOptions(
+        vllm_version="0.16.0", shellcheck=False, select=("VL332",), same_host=same_host
+    )
+    return {fr.path.rsplit("/", 1)[-1]: fr.findings for fr in lint_units(units, options).files}
+
+
+def only(findings: list[Finding]) -> Finding:
+    assert len(findings) == 1, [(f.code, f.message) for f in findings]
+    return findings[0]
+
+
+def test_two_units_on_every_gpu_at_the_default_fraction_are_reported_on_both() -> None:
+    found = lint_two(unit("/models/a --port 8001"), unit("/models/b --port 8002"))
+    fa, fb = only(found["a.service"]), only(found["b.service"])
+    assert fa.severity == Severity.WARNING
+    assert "every GPU" in fa.message and "b.service" in fa.message
+    assert "1.8" in fa.message and "a.service" in fb.message
+
+
+def test_overlapping_device_lists_name_the_shared_gpus() -> None:
+    a = unit("/models/a --port 8001 --gpu-memory-utilization 0.6", gpus="0,1")
+    b = unit("/models/b --port 8002 --gpu-memory-utilization 0.5", gpus="1,2")
+    f = only(lint_two(a, b)["a.service"])
+    assert "GPU 1 " in f.message and "0.5" in f.message
+    line, column = f.span.start.line, f.span.start.column
+    assert a.splitlines()[line - 1][column - 1 :].startswith("0.6")
+
+
+def test_a_unit_on_every_gpu_shares_the_listed_gpus_of_the_other() -> None:
+    found = lint_two(unit("/models/a --port 8001"), unit("/models/b --port 8002", gpus="3"))
+    assert "GPU 3 " in only(found["a.service"]).message
+
+
+def test_disjoint_gpus_or_fractions_that_fit_are_fine() -> None:
+    disjoint = lint_two(unit("/models/a", gpus="0,1"), unit("/models/b", gpus="2,3"))
+    assert disjoint == {"a.service": [], "b.service": []}
+    a = unit("/models/a --port 8001 --gpu-memory-utilization 0.45")
+    b = unit("/models/b --port 8002 --gpu-memory-utilization 0.5")
+    assert lint_two(a, b) == {"a.service": [], "b.service": []}
+
+
+def test_only_units_named_together_by_same_host_are_one_machine_not_a_directory() -> None:
+    a, b = unit("/models/a"), unit("/models/b")
+    assert lint_two(a, b, same_host=()) == {"a.service": [], "b.service": []}
+    apart = (("a.service",), ("b.service",))
+    assert lint_two(a, b, same_host=apart) == {"a.service": [], "b.service": []}
+
+
+def test_units_whose_devices_cannot_be_read_are_left_out() -> None:
+    a = unit("/models/a")
+    from_variable = unit("/models/b", gpus="${GPUS}")
+    assert lint_two(a, from_variable) == {"a.service": [], "b.service": []}
+    uuid = unit("/models/b", gpus="GPU-8f0c2b1e")
+    assert lint_two(unit("/models/a", gpus="0"), uuid) == {"a.service": [], "b.service": []}
