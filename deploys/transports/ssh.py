@@ -18,6 +18,9 @@ paramiko facts relied on (paramiko docs: SSHClient.connect, Channel, SFTPClient)
   answers 1 (administratively prohibited) when sshd_config's `AllowTcpForwarding` /
   `DisableForwarding` / `PermitOpen` forbid it, and 2 (connect failed) when nothing
   listens at the destination (sshd_config(5); `forward_local` below).
+- That call's `timeout` only stops the wait: a channel the server confirms later stays open
+  there (a session counts against MaxSessions). Every channel here is therefore opened by
+  `channel_open.open_channel`, which closes such a late channel (its docstring cites why).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from paramiko.message import Message
 from paramiko.sftp import CMD_EXTENDED
 
 from .base import DEFAULT_COMMAND_TIMEOUT, TEMP_INFIX, CommandResult, Transport
+from .channel_open import open_channel
 from .errors import (
     AuthenticationFailed,
     CommandTimeout,
@@ -356,8 +360,11 @@ class SSHTransport(Transport):
           reconnect is safe. Only the connection that failed is dropped: another thread
           may already have replaced it.
         - sshd refusing another channel on a live connection ("open failed", MaxSessions,
-          default 10 per connection, sshd_config(5)): wait for a channel to close and retry
-          until the deadline, never tearing down the other threads' channels.
+          default 10 per connection, sshd_config(5)), or not answering in time: wait for a
+          channel to close and retry until the deadline, never tearing down the other
+          threads' channels. Retrying after a timeout is safe only because `opener` uses
+          `channel_open.open_channel`, which closes a channel the server confirms late:
+          paramiko's own `open_channel` timeout leaves it open on the server (see there).
         """
         delay = 0.02
         reconnected = False
@@ -420,7 +427,7 @@ class SSHTransport(Transport):
         deadline = started + timeout
         chan = self._open(
             "session",
-            lambda t: t.open_session(timeout=min(timeout, self.connect_timeout)),
+            lambda t: open_channel(t, "session", min(timeout, self.connect_timeout)),
             deadline,
         )
         out, err = bytearray(), bytearray()
@@ -518,7 +525,7 @@ class SSHTransport(Transport):
 
         def opener(t: paramiko.Transport) -> paramiko.Channel:
             try:
-                return t.open_channel("direct-tcpip", dest, peer, timeout=self.connect_timeout)
+                return open_channel(t, "direct-tcpip", self.connect_timeout, dest, peer)
             except paramiko.ChannelException as exc:
                 where = f"{self.username}@{self.host}:{self.port}"
                 raise ForwardRefused(where, dest[0], dest[1], exc.code, exc.text) from None
@@ -535,11 +542,7 @@ class SSHTransport(Transport):
             chan = sftp.get_channel()
             if chan is not None and not chan.closed:
                 return sftp
-        sftp = self._open(
-            "SFTP session",
-            paramiko.SFTPClient.from_transport,
-            time.monotonic() + self.command_timeout,
-        )
+        sftp = self._open("SFTP session", self._open_sftp, time.monotonic() + self.command_timeout)
         assert sftp is not None
         chan = sftp.get_channel()
         if chan is not None:
@@ -555,6 +558,17 @@ class SSHTransport(Transport):
                     old.close()
             self._sftps[threading.current_thread()] = sftp
         return sftp
+
+    def _open_sftp(self, t: paramiko.Transport) -> paramiko.SFTPClient:
+        """`SFTPClient.from_transport` (paramiko sftp_client.py: open a session, invoke the
+        "sftp" subsystem), with the session opened by `open_channel` (a late one is closed)."""
+        chan = open_channel(t, "session", self.connect_timeout)
+        try:
+            chan.invoke_subsystem("sftp")
+            return paramiko.SFTPClient(chan)
+        except BaseException:
+            chan.close()
+            raise
 
     def release_thread_sftp(self) -> None:
         """Close the calling thread's SFTP client (a worker thread about to finish)."""

@@ -6,11 +6,12 @@ so nothing here is a fixture.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import secrets
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ from django.utils import timezone
 from deploys.jobs import steps
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
-from deploys.transports.ssh import HostKeyInfo, fingerprint_sha256, parse_pinned_key
+from deploys.transports.ssh import HostKeyInfo, SSHTransport, fingerprint_sha256, parse_pinned_key
 from tests.ports import service_port
 from tests.testhost.host import TestHost
 from tests.units.factories import baseline
@@ -62,6 +63,26 @@ def sshd_serving(host: TestHost, client_ports: Iterable[int]) -> set[int]:
         ).stdout
         pids.update(int(pid) for pid in re.findall(r"pid=(\d+)", out))
     return pids
+
+
+@contextlib.contextmanager
+def sshd_stalled(testhost: TestHost, t: SSHTransport) -> Iterator[None]:
+    """sshd's processes for `t`'s connection stopped (SIGSTOP) for the block: channel opens
+    get no answer until it ends, then sshd answers all of them at once."""
+    ours = sshd_serving(testhost, [t._transport().sock.getsockname()[1]])
+    assert ours, "could not identify our sshd session process"
+    testhost.nsenter(["kill", "-STOP", *map(str, ours)], check=True)
+    try:
+        yield
+    finally:
+        testhost.nsenter(["kill", "-CONT", *map(str, ours)], check=True)
+
+
+def pending_channel_opens(t: SSHTransport) -> int:
+    """Channel opens paramiko sent and saw no answer for: `Transport.channel_events` holds
+    one event per open from the request until the answer, also after the open timed out
+    (paramiko 5.1.0 transport.py, `open_channel` and `_parse_channel_open_success`)."""
+    return len(t._transport().channel_events)
 
 
 # -- without a real host (services, views) ------------------------------------------------

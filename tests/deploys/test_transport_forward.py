@@ -7,6 +7,7 @@ the forward counted, and sshd's refusal when its configuration forbids forwardin
 
 from __future__ import annotations
 
+import gc
 import socket
 import threading
 import urllib.error
@@ -23,6 +24,7 @@ from tests.deploys.helpers import (
     NO_FORWARDING,
     listening,
     reload_sshd,
+    sshd_stalled,
     unique,
     wait_for,
 )
@@ -163,3 +165,35 @@ def test_the_ssh_connection_sends_small_packets_at_once_without_nagles_delay(
     t = make_transport()
     t.connect()
     assert t._transport().sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+def test_a_forward_channel_that_opens_after_its_open_timed_out_is_closed_on_the_host(
+    testhost: TestHost,
+    make_transport: Callable[..., SSHTransport],
+    loopback_server: tuple[str, int],
+) -> None:
+    # sshd stalled: the channel for an accepted connection gets no answer in time and the
+    # client's connection is closed. sshd then connects to the server and confirms the
+    # channel late; a channel nobody closes would keep that connection open for good.
+    _, port = loopback_server
+    t = make_transport()
+    with t.forward_local("127.0.0.1", port) as (_, local_port):
+        t.connect_timeout = 0.2  # how long an open waits for its answer (not the probe's)
+        with sshd_stalled(testhost, t):
+            client = socket.create_connection(("127.0.0.1", local_port), timeout=30)
+            with client:
+                assert client.recv(1) == b"", "the forward closes a connection it cannot carry"
+            # Whether paramiko still has the timed-out Channel object when the answer comes
+            # depends on when Python collects it (`Transport._channels` holds it weakly);
+            # collected, the answer is dropped and nothing can close the channel.
+            gc.collect()
+        t.connect_timeout = 10
+        # sshd handles messages in order: once this command ran, it has answered the
+        # forward's late open (and connected to the server) before.
+        assert t.run(["true"]).ok
+        assert wait_for(lambda: not _connections_to(testhost, port).strip()), (
+            "sshd still holds the late forwarded connection to the server"
+        )
+    [record] = _forward_records(t)
+    assert record.stderr_tail.startswith("1 connections; ")
+    assert "refused another port forward" in record.stderr_tail

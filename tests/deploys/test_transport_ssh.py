@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import posixpath
 import secrets
@@ -36,7 +37,14 @@ from deploys.transports.ssh import (
     probe_host_key,
     quote_argv,
 )
-from tests.deploys.helpers import UNIT_DIR, sshd_serving, unique, wait_for
+from tests.deploys.helpers import (
+    UNIT_DIR,
+    pending_channel_opens,
+    sshd_serving,
+    sshd_stalled,
+    unique,
+    wait_for,
+)
 from tests.ports import refusing_port
 from tests.testhost.host import TestHost
 
@@ -567,3 +575,49 @@ def test_threads_share_one_connection_with_own_sftp_clients(ssh: SSHTransport) -
     late.start()
     late.join(30)
     assert all(th.is_alive() for th in ssh._sftps if th is not late)
+
+
+# --------------------------------------------------------------------------------------
+# channel opens that time out
+
+# sshd_config(5): MaxSessions, 10 per connection by default (the test host's setting).
+MAX_SESSIONS = 10
+
+
+def test_session_opens_that_time_out_do_not_pile_up_against_max_sessions(
+    testhost: TestHost, make_transport: Callable[..., SSHTransport]
+) -> None:
+    # A stalled sshd: each open times out after connect_timeout and `_open` tries again.
+    # sshd answers them all late; a late-confirmed session nobody closes counts against
+    # MaxSessions, so MaxSessions of them refuse every later session.
+    t = make_transport()
+    t.connect()
+    t.connect_timeout = 0.2  # how long each channel open waits for its answer
+    results: list[object] = []
+    with sshd_stalled(testhost, t):
+        runner = threading.Thread(target=lambda: results.append(_run_or_error(t, ["true"])))
+        runner.start()
+        # MaxSessions timed-out opens, plus the one awaited and the one before it (the
+        # retry loop still references its exception, so paramiko still has its Channel).
+        assert wait_for(lambda: pending_channel_opens(t) >= MAX_SESSIONS + 2, timeout=60), (
+            "the stalled opens were not retried"
+        )
+        # Whether paramiko still has a timed-out Channel object when the answer comes
+        # depends on when Python collects it (`Transport._channels` holds it weakly);
+        # collected, the answer is dropped and nothing can close the channel.
+        gc.collect()
+    t.connect_timeout = 10
+    runner.join(90)
+    assert not runner.is_alive()
+    assert [getattr(r, "exit_code", r) for r in results] == [0]
+    assert [t.run(["echo", str(i)]).stdout for i in range(3)] == [b"0\n", b"1\n", b"2\n"]
+    assert wait_for(lambda: not t._transport()._channels.values()), (
+        "a late-confirmed channel is still open"
+    )
+
+
+def _run_or_error(t: SSHTransport, argv: list[str]) -> object:
+    try:
+        return t.run(argv, timeout=30)
+    except TransportError as exc:
+        return exc
