@@ -183,8 +183,22 @@ def restart_request_create(
             f"{unit_name}.service on {host.name} is not the unit specadmin deployed (changed "
             "on the host since): request a deploy to see the difference."
         )
+    return _as_it_is_on_the_host(Kind.RESTART, host, unit_name, push, live, requested_by, now)
+
+
+def _as_it_is_on_the_host(
+    kind: str,
+    host: Host,
+    unit_name: str,
+    push: PushedUnit,
+    live: bytes,
+    requested_by: User,
+    now: datetime | None,
+) -> DeployRequest:
+    """A request about the unit exactly as the host has it (restart, remove): its text is
+    the live file, so there is nothing new to lint."""
     return _create(
-        kind=Kind.RESTART,
+        kind=kind,
         host=host,
         unit_name=unit_name,
         push=push,
@@ -232,17 +246,7 @@ def remove_request_create(
     _check_host(host)
     push = _deployed(host, unit_name)
     live = _live_unit(host, unit_name)
-    return _create(
-        kind=Kind.REMOVE,
-        host=host,
-        unit_name=unit_name,
-        push=push,
-        text=live.decode("utf-8", "replace"),
-        live=live,
-        requested_by=requested_by,
-        findings=[],
-        now=now or timezone.now(),
-    )
+    return _as_it_is_on_the_host(Kind.REMOVE, host, unit_name, push, live, requested_by, now)
 
 
 # -- withdrawing and cancelling ------------------------------------------------------------
