@@ -329,24 +329,26 @@ def test_line_index_clamps_and_splits_on_newline_only() -> None:
 # --- the SC rule inside a lint run ------------------------------------------------------
 
 
-def test_shellcheck_starts_while_later_units_are_still_unparsed(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    parsed: list[int] = []
-    real_parse = context.parse_exec_value
+def calls_seen_when_shellcheck_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, module: object, name: str
+) -> list[int]:
+    """Lint 300 units, each with its own script, counting calls of `module.name`; returns
+    how many calls had happened each time a ShellCheck process was started."""
+    calls: list[int] = []
+    real = getattr(module, name)
 
-    def counting_parse(*args: object, **kwargs: object) -> object:
-        parsed.append(1)
-        return real_parse(*args, **kwargs)  # type: ignore[arg-type]
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)
 
-    parsed_at_spawn: list[int] = []
+    seen_at_spawn: list[int] = []
     real_run = sc.run_process
 
     def noting_run(argv: list[str], cwd: str, timeout: float) -> subprocess.CompletedProcess[str]:
-        parsed_at_spawn.append(len(parsed))
+        seen_at_spawn.append(len(calls))
         return real_run(argv, cwd, timeout)
 
-    monkeypatch.setattr(context, "parse_exec_value", counting_parse)
+    monkeypatch.setattr(module, name, counting)
     monkeypatch.setattr(sc, "run_process", noting_run)
     for i in range(300):
         (tmp_path / f"u{i:03d}.service").write_text(
@@ -354,34 +356,22 @@ def test_shellcheck_starts_while_later_units_are_still_unparsed(
         )
     report = lint_paths([str(tmp_path)], LintOptions())
     assert sum(f.code == "SC2086" for f in report.findings) == 300
+    return seen_at_spawn
+
+
+def test_shellcheck_starts_while_later_units_are_still_unparsed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    parsed_at_spawn = calls_seen_when_shellcheck_starts(
+        monkeypatch, tmp_path, context, "parse_exec_value"
+    )
     assert parsed_at_spawn and min(parsed_at_spawn) < 300 / 2
 
 
 def test_shellcheck_starts_before_the_last_files_are_read(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    read: list[str] = []
-    real_load = engine.load_unit
-
-    def counting_load(path: str, stdin_text: str | None = None) -> object:
-        read.append(path)
-        return real_load(path, stdin_text)
-
-    read_at_spawn: list[int] = []
-    real_run = sc.run_process
-
-    def noting_run(argv: list[str], cwd: str, timeout: float) -> subprocess.CompletedProcess[str]:
-        read_at_spawn.append(len(read))
-        return real_run(argv, cwd, timeout)
-
-    monkeypatch.setattr(engine, "load_unit", counting_load)
-    monkeypatch.setattr(sc, "run_process", noting_run)
-    for i in range(300):
-        (tmp_path / f"u{i:03d}.service").write_text(
-            f"[Service]\nExecStart=/bin/bash -c 'echo $$foo{i}'\n", encoding="utf-8"
-        )
-    report = lint_paths([str(tmp_path)], LintOptions())
-    assert sum(f.code == "SC2086" for f in report.findings) == 300
+    read_at_spawn = calls_seen_when_shellcheck_starts(monkeypatch, tmp_path, engine, "load_unit")
     assert read_at_spawn and min(read_at_spawn) < 300 / 2
 
 
