@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = ["VALIDATORS", "ValueProblem", "parse_boolean", "parse_time"]
 
@@ -237,6 +238,9 @@ def _extract_multiplier(s: str, pos: int) -> tuple[int, int | None]:
     return pos, None
 
 
+# Remembered: a pure function of its text, asked for the same few values (`90s`, `45min`)
+# by several rules for every unit of a run.
+@lru_cache(maxsize=4096)
 def parse_time(value: str, default_unit: int = USEC_PER_SEC) -> int | ValueProblem:
     """time-util.c parse_time(): microseconds, or the problem with its position.
 

@@ -20,6 +20,7 @@ from types import ModuleType
 
 import pytest
 
+from linting.vllm import catalog as catalog_module
 from linting.vllm.catalog import (
     CATALOG_DIR,
     DEFAULT_VLLM_VERSION,
@@ -95,6 +96,20 @@ def test_load_is_cached_and_frozen() -> None:
         c.version = "x"  # type: ignore[misc]
     with pytest.raises(TypeError):
         c.speculative_config.fields["bogus"] = None  # type: ignore[index]
+
+
+def test_remembered_flag_answers_stay_right_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """resolve_flag remembers its answers per catalog; a web worker that lints for weeks
+    must not grow that memory without end, and a word asked again gets the same answer."""
+    monkeypatch.setattr(catalog_module, "_RESOLVED_LIMIT", 50)
+    c = load_catalog("0.16.0")
+    first = c.resolve_flag("--tensor-parallel-size=2")
+    assert first is not None and first.name == "--tensor-parallel-size" and first.value == "2"
+    for n in range(200):
+        assert c.resolve_flag(f"--no-such-flag-{n}") is None
+        assert len(c._resolved) <= 50
+    assert c.resolve_flag("--tensor-parallel-size=2") == first
+    assert c.resolve_flag("--tensor_parallel_size").spelling == "normalised"  # type: ignore[union-attr]
 
 
 # -- generated data, every version --------------------------------------------
