@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 # Units here run on this machine, so the files they name are this machine's files.
 SYSTEM_UNIT_DIRS = (
@@ -74,8 +73,10 @@ class FileFinder:
             yield host_path
 
     def _in_tree(self, relative: str, unit_path: str) -> Iterator[str]:
-        parts = PurePosixPath(relative).parts
-        tails = [str(PurePosixPath(*parts[i:])) for i in range(len(parts))]
+        # The path's components as PurePosixPath(relative).parts has them (no empty or
+        # `.` ones), joined with plain strings: this runs for every command of every unit.
+        parts = [part for part in relative.split("/") if part not in ("", ".")]
+        tails = ["/".join(parts[i:]) for i in range(len(parts))]
         for directory in self._ancestors(unit_path):
             for tail in tails:
                 yield os.path.join(directory, tail)
