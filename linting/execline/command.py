@@ -14,7 +14,13 @@ import enum
 from dataclasses import dataclass, field
 
 from linting.execline.env_substitution import Substitution, expand_word
-from linting.execline.extract_word import WHITESPACE, ExtractError, Word, extract_first_word
+from linting.execline.extract_word import (
+    PLAIN_WORD,
+    WHITESPACE,
+    ExtractError,
+    Word,
+    extract_first_word,
+)
 from linting.execline.paths import implies_directory, path_simplify
 from linting.execline.specifiers import SpecifierError, resolve
 from linting.spans import Span, Traced
@@ -147,12 +153,13 @@ class _ExecParser:
             return True
         prefixes, _ = _split_prefixes(first.value.text, self.version)
         ignore = "-" in prefixes
-        first_rest = first.value[len(prefixes) :]
-        word_span = self.value.span(first.start, first.end)
-        path = self._executable(first_rest, word_span, ignore)
+        if prefixes:
+            first_rest = first.value[len(prefixes) :]
+            first = Word(first_rest, first.start, first.end, first.unknown_escapes, first.quotes)
+        path = self._executable(first, ignore)
         if path is None:
             return False
-        words = [Word(first_rest, first.start, first.end, first.unknown_escapes, first.quotes)]
+        words = [first]
         argv: list[Traced] = [] if "@" in prefixes else [path]
         semicolon = self._arguments(words, argv, ignore)
         if semicolon is None:
@@ -161,7 +168,7 @@ class _ExecParser:
             self._fail(
                 ExecProblemKind.EMPTY_ARGV0,
                 "Empty executable name or zeroeth argument",
-                word_span,
+                self.value.span(first.start, first.end),
                 ignore,
             )
             return False
@@ -191,12 +198,13 @@ class _ExecParser:
             _note_unknown_escapes(self.line, self.value, first)
         return first
 
-    def _executable(self, word: Traced, word_span: Span, ignore: bool) -> Traced | None:
-        """Specifiers, then the path checks in systemd's order; None after a failure."""
+    def _executable(self, first: Word, ignore: bool) -> Traced | None:
+        """Specifiers, then the path checks in systemd's order; None after a failure.
+        `first` is the first word without its prefixes."""
         try:
-            path = resolve(word, self.version, self.specifier_values)
+            path = resolve(first.value, self.version, self.specifier_values)
         except SpecifierError as exc:
-            self._unknown_specifier(exc, word, ignore)
+            self._unknown_specifier(exc, first.value, ignore)
             return None
         text = path.text
         if not text:
@@ -212,12 +220,12 @@ class _ExecParser:
             )
         else:
             return path
-        self._fail(*problem, word_span, ignore)
+        self._fail(*problem, self.value.span(first.start, first.end), ignore)
         return None
 
     def _arguments(self, words: list[Word], argv: list[Traced], ignore: bool) -> bool | None:
-        """The argument loop: words until the end or a `;` separator (True), `\\;` as a
-        literal `;`; None after a failure."""
+        """The argument loop: words until the end or a `;` separator (True); None after a
+        failure."""
         value, text = self.value, self.value.text
         while self.pos < len(text):
             pos = self.pos
@@ -225,21 +233,9 @@ class _ExecParser:
                 self.pos = _skip_blanks(text, pos + 1)
                 self._separator(value.span(pos, pos + 1))
                 return True
-            if text.startswith("\\;", pos) and _separated(text, pos + 2):
-                self.pos = _skip_blanks(text, pos + 2)
-                literal = Traced(";", (value.origins[pos],))
-                words.append(Word(literal, pos, pos + 2, (), ()))
-                argv.append(literal)
-                continue
-            try:
-                word, self.pos = extract_first_word(value, pos)
-            except ExtractError as exc:
-                at = value.span(exc.offset, exc.offset + 1)
-                self._fail(ExecProblemKind.UNBALANCED_QUOTE, "Unbalanced quoting", at, ignore)
-                return None
+            word = self._argument(pos, ignore)
             if word is None:
-                break
-            _note_unknown_escapes(self.line, value, word)
+                return None
             try:
                 resolved = resolve(word.value, self.version, self.specifier_values)
             except SpecifierError as exc:
@@ -248,6 +244,29 @@ class _ExecParser:
             words.append(word)
             argv.append(resolved)
         return False
+
+    def _argument(self, pos: int, ignore: bool) -> Word | None:
+        """The word at `pos` (never a blank: every step moves past the blanks after what it
+        read), `\\;` as a literal `;`; `self.pos` moves past it. None after a failure."""
+        value, text = self.value, self.value.text
+        plain = PLAIN_WORD.match(text, pos)
+        if plain is not None:
+            # Most words: no quotes, no backslashes, nothing to decode or to note.
+            end = plain.end(1)
+            self.pos = plain.end()
+            return Word(value[pos:end], pos, end, (), ())
+        if text.startswith("\\;", pos) and _separated(text, pos + 2):
+            self.pos = _skip_blanks(text, pos + 2)
+            return Word(Traced(";", (value.origins[pos],)), pos, pos + 2, (), ())
+        try:
+            word, self.pos = extract_first_word(value, pos)
+        except ExtractError as exc:
+            at = value.span(exc.offset, exc.offset + 1)
+            self._fail(ExecProblemKind.UNBALANCED_QUOTE, "Unbalanced quoting", at, ignore)
+            return None
+        assert word is not None  # `pos` is at a word
+        _note_unknown_escapes(self.line, value, word)
+        return word
 
     # -- recording problems --------------------------------------------------------------
     def _fail(
@@ -316,6 +335,9 @@ def expand_command(
     args: list[ExpandedArg] = []
     subs: list[tuple[int, Substitution]] = []
     for index, word in enumerate(command.argv):
+        if "$" not in word.text:  # most words: nothing to substitute
+            args.append(ExpandedArg(word, index))
+            continue
         parts, found = expand_word(word, env, open_env)
         args.extend(ExpandedArg(p, index) for p in parts)
         subs.extend((index, s) for s in found)

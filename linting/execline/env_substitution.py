@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from linting.spans import Pos, Traced, joined_origins
 
 _VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# What ends the name of a `${`: its `}`, or a `:` that turns the parser back to plain text.
+_BRACE_END = re.compile(r"[}:]")
 
 
 def is_valid_name(name: str) -> bool:
@@ -126,30 +128,30 @@ def replace_braced(
     out: list[str] = []
     pieces: list[Sequence[Pos]] = []
     subs: list[Substitution] = []
-    i, n = 0, len(s)
-    while i < n:
-        dollar = s.find("$", i)
-        if dollar < 0:
-            dollar = n
-        if dollar > i:  # plain text up to the next `$`, copied as one slice
-            out.append(s[i:dollar])
-            pieces.append(word.origins[i:dollar])
-            i = dollar
-            continue
-        nxt = s[i + 1 : i + 2]
-        if nxt == "$":
-            out.append("$")
-            pieces.append(word.origins[i : i + 1])
-            i += 2
-            continue
-        if nxt != "{":
-            out.append("$")
-            pieces.append(word.origins[i : i + 1])
-            i += 1
-            continue
-        i = _braced(word, i, env, open_env, out, pieces, subs)
+    start = 0  # the text from `start` on is kept as written, up to the next change
+    dollar = s.find("$")
+    while dollar >= 0:
+        nxt = s[dollar + 1 : dollar + 2]
+        if nxt == "{":
+            _keep(word, start, dollar, out, pieces)
+            start = _braced(word, dollar, env, open_env, out, pieces, subs)
+            dollar = s.find("$", start)
+        elif nxt == "$":  # `$$` → `$`: the first one is kept, the second dropped
+            _keep(word, start, dollar + 1, out, pieces)
+            start = dollar + 2
+            dollar = s.find("$", start)
+        else:  # a `$` not followed by `{` or `$` stays as it is
+            dollar = s.find("$", dollar + 1)
+    _keep(word, start, len(s), out, pieces)
     anchor = word.origins[0] if word.origins else word.anchor
     return Traced("".join(out), joined_origins(pieces), anchor), subs
+
+
+def _keep(word: Traced, start: int, end: int, out: list[str], pieces: list[Sequence[Pos]]) -> None:
+    """Copy `word[start:end]` (text and positions) as one slice."""
+    if end > start:
+        out.append(word.text[start:end])
+        pieces.append(word.origins[start:end])
 
 
 def _braced(
@@ -164,9 +166,8 @@ def _braced(
     """The `${` at `i`: its value (or the unknown reference), or, for `${X:-d}` (a `:`
     first) and an unterminated `${X`, the text kept literally. Returns where to go on."""
     s, n = word.text, len(word.text)
-    j = i + 2
-    while j < n and s[j] not in "}:":
-        j += 1
+    end = _BRACE_END.search(s, i + 2)
+    j = end.start() if end is not None else n
     if j >= n or s[j] != "}":
         out.append(s[i:j])
         pieces.append(word.origins[i:j])

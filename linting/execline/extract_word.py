@@ -46,6 +46,10 @@ class Word:
 
 
 _SIMPLE_WORD = re.compile(r"[^ \t\n\r'\"\\]+")
+_BLANKS = re.compile(r"[ \t\n\r]*")
+# A whole word without quotes or backslashes (it ends at a blank or at the end of the input),
+# and the blanks after it: such a word decodes to itself.
+PLAIN_WORD = re.compile(r"([^ \t\n\r'\"\\]++)(?:[ \t\n\r]++|\Z)")
 # Inside quotes: everything up to the closing quote or a backslash.
 _QUOTED_RUN = {"'": re.compile(r"[^'\\]+"), '"': re.compile(r'[^"\\]+')}
 
@@ -58,21 +62,15 @@ class _Strict(Exception):
 
 def _extract(text: Traced, pos: int, relax: bool) -> tuple[Word | None, int]:
     s = text.text
-    n = len(s)
-    while pos < n and s[pos] in WHITESPACE:
-        pos += 1
-    if pos >= n:
-        return None, n
-    start = pos
-    simple = _SIMPLE_WORD.match(s, pos)
-    end = simple.end() if simple else pos
-    if end > pos and (end == n or s[end] in WHITESPACE):
+    pos = _BLANKS.match(s, pos).end()
+    if pos >= len(s):
+        return None, len(s)
+    plain = PLAIN_WORD.match(s, pos)
+    if plain is not None:
         # No quotes, no backslashes: the word is the input itself (no per-character work).
-        after = end
-        while after < n and s[after] in WHITESPACE:
-            after += 1
-        return Word(text[pos:end], start, end, (), ()), after
-    return _extract_quoted(text, start, relax)
+        end = plain.end(1)
+        return Word(text[pos:end], pos, end, (), ()), plain.end()
+    return _extract_quoted(text, pos, relax)
 
 
 def _extract_quoted(text: Traced, start: int, relax: bool) -> tuple[Word, int]:
@@ -96,10 +94,7 @@ def _extract_quoted(text: Traced, start: int, relax: bool) -> tuple[Word, int]:
             word.quote, word.quote_open = c, pos
             pos += 1
         elif c in WHITESPACE:
-            after = pos
-            while after < n and s[after] in WHITESPACE:
-                after += 1
-            return word.finish(pos), after
+            return word.finish(pos), _BLANKS.match(s, pos).end()
         else:
             pos = word.run(_SIMPLE_WORD, pos)
     if word.quote:
