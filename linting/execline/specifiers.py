@@ -104,6 +104,8 @@ _HEX_ESCAPE = re.compile(r"\\x[0-9a-fA-F]{2}")
 def _unescape_unit_part(text: str) -> str:
     """`unit_name_unescape()`: `-` → `/`, `\\xHH` → byte. systemd fails on a malformed
     escape (`\\xzz`); we keep it as written rather than guess."""
+    if "\\" not in text:  # most names: only dashes to turn into slashes
+        return text.replace("-", "/")
     out = []
     i = 0
     while i < len(text):
@@ -116,6 +118,20 @@ def _unescape_unit_part(text: str) -> str:
             out.append(text[i])
         i += 1
     return "".join(out)
+
+
+def _directory_of(path: str) -> str:
+    """`str(Path(path).parent)`; pathlib's normalisation of the directory is cached, as the
+    units of one run sit in a few directories."""
+    head, _, name = path.rpartition("/")
+    if name in ("", ".") or not head.strip("/"):  # `d/`, `d/.`, `/x`, `//x`, `x`: pathlib
+        return str(Path(path).parent)
+    return _normalized(head)
+
+
+@lru_cache(maxsize=256)
+def _normalized(path: str) -> str:
+    return str(Path(path))
 
 
 def specifier_values(unit: UnitFacts, host: HostFacts) -> dict[str, str]:
@@ -169,7 +185,7 @@ def specifier_values(unit: UnitFacts, host: HostFacts) -> dict[str, str]:
         "w": osr.get("VERSION_ID", ""),
         "W": osr.get("VARIANT_ID", ""),
         "y": unit.fragment_path,
-        "Y": str(Path(unit.fragment_path).parent) if unit.fragment_path else "",
+        "Y": _directory_of(unit.fragment_path) if unit.fragment_path else "",
         # Deprecated ("does not work as intended"): resolved while the fragment is parsed,
         # before the unit has its slice, relative to the manager's cgroup root ("" for a host's
         # or a container's PID 1). Measured on 252 and 257: `/diff-0065.service`, "", "".

@@ -12,6 +12,8 @@ fact 5 / src/basic/env-util.c `replace_env_argv()` and `replace_env()`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from linting.context import UnitContext
@@ -206,6 +208,28 @@ def test_unknown_specifier_makes_the_unit_fail_to_load_in_252(letter):
 def test_instance_specifiers_unescape_the_unit_name():
     values = specifier_values(UnitFacts("vllm@models-kimi\\x2dk2.service"), HostFacts())
     assert (values["i"], values["I"]) == ("models-kimi\\x2dk2", "models/kimi-k2")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/systemd/system/vllm.service",
+        "/etc/systemd/system/vllm.service.d/../x.service",
+        "/etc//systemd/./system/vllm.service",
+        "/etc/systemd/system/",
+        "/etc/systemd/system/.",
+        "/x.service",
+        "//x.service",
+        "///x.service",
+        "//etc/x.service",
+        "./x.service",
+        "x.service",
+        "units/x.service",
+    ],
+)
+def test_fragment_directory_is_what_pathlib_gives(path):
+    values = specifier_values(UnitFacts("x.service", fragment_path=path), HostFacts())
+    assert values["Y"] == str(Path(path).parent)
 
 
 def test_malformed_escape_in_the_unit_name_does_not_crash_the_linter():
