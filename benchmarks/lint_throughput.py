@@ -46,7 +46,7 @@ if str(ROOT) not in sys.path:  # run as a script from a checkout without install
 
 from linting.context import UnitContext  # noqa: E402
 from linting.engine import lint_paths  # noqa: E402
-from linting.gc_tuning import fewer_collections  # noqa: E402
+from linting.gc_tuning import collector_paused  # noqa: E402
 from linting.options import LintOptions  # noqa: E402
 from linting.shell.shellcheck import find_shellcheck, shellcheck_input, usable_cpus  # noqa: E402
 from linting.unitfile import parse_file  # noqa: E402
@@ -161,7 +161,7 @@ def profile_cold_run(directory: Path) -> None:
     os.environ["LINTUNITS_CACHE_DIR"] = "off"
     profiler = cProfile.Profile()
     start = time.perf_counter()
-    with fewer_collections():  # as the command line runs it
+    with collector_paused():  # as the command line runs it
         profiler.runcall(lint_paths, [str(directory)], LintOptions())
     wall = time.perf_counter() - start
     stats = pstats.Stats(profiler)

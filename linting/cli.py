@@ -17,7 +17,7 @@ from linting.config import ConfigError, load_config
 from linting.engine import lint_paths
 from linting.findings import Severity
 from linting.fixes import fixed_texts, unified_diff
-from linting.gc_tuning import fewer_collections
+from linting.gc_tuning import collector_paused
 from linting.options import LintOptions
 from linting.report import Report
 from linting.reporters import FORMATS, render
@@ -211,8 +211,8 @@ def run(
     """Run the command. `source` replaces file linting (e.g. stored profiles: the
     positional arguments are then names, and none means all)."""
     try:
-        # The command owns its process, so the collector may run less often (gc_tuning.py).
-        with fewer_collections():
+        # The command owns its process: no cyclic collection during the run (gc_tuning.py).
+        with collector_paused():
             return _run(argv, stdout, stderr, prog, source=source, source_name=source_name)
     except (KeyboardInterrupt, SystemExit, BrokenPipeError):
         raise

@@ -15,7 +15,6 @@ import pytest
 import linting.cli
 from linting.cli import run
 from linting.engine import _active
-from linting.gc_tuning import RUN_THRESHOLD
 from linting.options import LintOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -320,19 +319,32 @@ def test_internal_error_exits_two_with_one_line_not_a_traceback(
         lint(str(units / "good.service"))
 
 
-def test_a_run_collects_garbage_less_often_and_restores_the_thresholds(
+def test_a_run_pauses_the_garbage_collector_and_restores_it(
     units: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    during: list[tuple[int, int, int]] = []
+    during: list[bool] = []
     real = linting.cli.lint_paths
 
     def noting(paths: list[str], options: LintOptions) -> object:
-        during.append(gc.get_threshold())
+        during.append(gc.isenabled())
         return real(paths, options)
 
     monkeypatch.setattr(linting.cli, "lint_paths", noting)
-    before = gc.get_threshold()
+    assert gc.isenabled()
     code, _, _ = lint(str(units / "good.service"))
     assert code == 0
-    assert during == [(RUN_THRESHOLD, *before[1:])]
-    assert gc.get_threshold() == before
+    assert during == [False]
+    assert gc.isenabled()
+
+
+def test_the_garbage_collector_comes_back_after_a_failed_run(
+    units: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(paths: list[str], options: LintOptions) -> object:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(linting.cli, "lint_paths", failing)
+    monkeypatch.setenv("LINTUNITS_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        lint(str(units / "good.service"))
+    assert gc.isenabled()
