@@ -69,6 +69,10 @@ class LineOrigins(Sequence[Pos]):
         first, stop, step = index.indices(self.size)
         if step != 1:
             return tuple(self)[index]
+        return self._slice(first, stop)
+
+    def _slice(self, first: int, stop: int) -> LineOrigins:
+        """Positions [first, stop) (0 <= first, stop <= size)."""
         return LineOrigins(self.line, self.start + first, stop - first)
 
     def __iter__(self) -> Iterator[Pos]:
@@ -91,21 +95,22 @@ class RunOrigins(Sequence[Pos]):
     lines, or a quoted word whose quotes and escapes were removed. Behaves like the tuple
     it stands for, without creating a `Pos` per character."""
 
-    __slots__ = ("ends", "runs")
+    __slots__ = ("ends", "runs", "size")
 
     def __init__(self, runs: Sequence[LineOrigins]) -> None:
         self.runs = tuple(runs)
         self.ends = tuple(accumulate(len(r) for r in self.runs))
+        self.size = self.ends[-1] if self.ends else 0
 
     def __len__(self) -> int:
-        return self.ends[-1] if self.ends else 0
+        return self.size
 
     @overload
     def __getitem__(self, index: int) -> Pos: ...
     @overload
     def __getitem__(self, index: slice) -> Sequence[Pos]: ...
     def __getitem__(self, index: int | slice) -> Pos | Sequence[Pos]:
-        size = len(self)
+        size = self.size
         if isinstance(index, slice):
             first, stop, step = index.indices(size)
             if step != 1:
@@ -119,13 +124,14 @@ class RunOrigins(Sequence[Pos]):
         return self.runs[run][index - (self.ends[run - 1] if run else 0)]
 
     def _slice(self, first: int, stop: int) -> Sequence[Pos]:
+        """Positions [first, stop) (0 <= first, stop <= len(self))."""
         if first >= stop:
             return ()
         i = bisect_right(self.ends, first)  # the run holding `first`
         j = bisect_right(self.ends, stop - 1)  # the run holding the last character
         offset = self.ends[i - 1] if i else 0
         if i == j:  # within one run (one physical line): the common case
-            return self.runs[i][first - offset : stop - offset]
+            return self.runs[i]._slice(first - offset, stop - offset)
         last = self.runs[j][: stop - self.ends[j - 1]]
         return RunOrigins([self.runs[i][first - offset :], *self.runs[i + 1 : j], last])
 
@@ -175,7 +181,7 @@ def joined_origins(pieces: Iterable[Sequence[Pos]]) -> Sequence[Pos]:
     return runs[0] if len(runs) == 1 else RunOrigins(runs)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Traced:
     """A string plus the file position of each of its characters."""
 
@@ -185,14 +191,22 @@ class Traced:
     anchor: Pos | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if len(self.text) != len(self.origins):
+        origins = self.origins
+        # One runs for every Traced: read a single line's size without a call to __len__.
+        size = origins.size if type(origins) is LineOrigins else len(origins)
+        if len(self.text) != size:
             raise ValueError("Traced text and origins differ in length")
 
     def __len__(self) -> int:
         return len(self.text)
 
     def __getitem__(self, item: slice) -> Traced:
-        origins = self.origins[item]
+        origins = self.origins
+        if isinstance(origins, (LineOrigins, RunOrigins)):  # the common case: lazy positions
+            first, stop, step = item.indices(len(self.text))
+            if step == 1 and first < stop:
+                return Traced(self.text[first:stop], origins._slice(first, stop), self.anchor)
+        origins = origins[item]
         if origins or not self.origins:
             return Traced(self.text[item], origins, self.anchor)
         # an empty slice of a non-empty text: anchored where the slice starts
@@ -201,16 +215,21 @@ class Traced:
 
     def span(self, start: int = 0, end: int | None = None, *, fallback: Span | None = None) -> Span:
         """The file span covering characters [start, end) of this string."""
+        origins = self.origins
         end = len(self.text) if end is None else end
-        if start >= end or not self.origins:
+        if type(origins) is LineOrigins and 0 <= start < end <= origins.size:
+            # the common case, characters of one physical line: no slice needed
+            line, column = origins.line, origins.start
+            return Span(Pos(line, column + start), Pos(line, column + end))
+        if start >= end or not origins:
             if fallback is not None:
                 return fallback
-            if self.origins:
-                return Span.at(self.origins[min(start, len(self.origins) - 1)])
+            if origins:
+                return Span.at(origins[min(start, len(origins) - 1)])
             if self.anchor is not None:
                 return Span.at(self.anchor)
             return Span(Pos(1, 1), Pos(1, 2))
-        points = self.origins[start:end]
+        points = origins[start:end]
         if isinstance(points, LineOrigins):
             return Span(points[0], points[-1].next())
         if isinstance(points, RunOrigins):
@@ -220,11 +239,13 @@ class Traced:
 
     def strip(self, chars: str = " \t\n\r") -> Traced:
         text = self.text
-        left = len(text) - len(text.lstrip(chars))
-        right = len(text.rstrip(chars))
-        if left == 0 and right == len(text):
+        stripped = text.strip(chars)
+        if len(stripped) == len(text):
             return self
-        return self[left:right] if left < right else Traced("", ())
+        if not stripped:
+            return Traced("", ())
+        left = len(text) - len(text.lstrip(chars))
+        return self[left : left + len(stripped)]
 
 
 def join(parts: list[Traced]) -> Traced:

@@ -15,6 +15,7 @@ findings can point into the right physical line even across continuations.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from linting.spans import LineOrigins, Pos, Span, Traced, joined_origins
 
 WHITESPACE = " \t\n\r"
 COMMENTS = "#;"
+COMMENT_STARTS = tuple(COMMENTS)
 _DISABLE_RE = re.compile(r"lintunits:\s*disable=([A-Za-z0-9_,\s-]+)")
 
 
@@ -169,10 +171,29 @@ def _physical_lines(text: str) -> list[tuple[str, Sequence[Pos], int]]:
     one line end is a run of them in which no kind repeats (CR LF, LF CR), so a lone CR
     ends a line too. Positions count lines by LF only, as editors and our carets do; a
     leading BOM is dropped. Returns (text, positions, line number of its start)."""
-    result: list[tuple[str, Sequence[Pos], int]] = []
-    line, column, pos, n = 1, 1, 0, len(text)
+    column = 1
     if text.startswith("\ufeff"):
-        pos, column = 1, 2
+        text, column = text[1:], 2
+    if "\r" in text or "\0" in text:
+        return _physical_lines_any_end(text, column)
+    # The common case, LF alone ends lines: each LF ends one line, and a last line
+    # without an LF counts too.
+    lines = text.split("\n")
+    if not lines[-1]:
+        lines.pop()
+    result: list[tuple[str, Sequence[Pos], int]] = [
+        (line, LineOrigins(number, 1, len(line)), number)
+        for number, line in enumerate(lines, start=1)
+    ]
+    if column != 1 and result:
+        result[0] = (lines[0], LineOrigins(1, column, len(lines[0])), 1)
+    return result
+
+
+def _physical_lines_any_end(text: str, column: int) -> list[tuple[str, Sequence[Pos], int]]:
+    """`_physical_lines()` for text with CR or NUL line ends (`column`: where it starts)."""
+    result: list[tuple[str, Sequence[Pos], int]] = []
+    line, pos, n = 1, 0, len(text)
     start = line
     while pos < n:
         match = _SEGMENT.match(text, pos)
@@ -198,12 +219,6 @@ def _physical_lines(text: str) -> list[tuple[str, Sequence[Pos], int]]:
     return result
 
 
-def _joined_origins(pieces: list[tuple[str, Sequence[Pos]]]) -> Sequence[Pos]:
-    if len(pieces) == 1:
-        return pieces[0][1]
-    return joined_origins(orig for _, orig in pieces)
-
-
 def _ends_in_escape(line: str) -> bool:
     """conf-parser.c walks the line with `escaped = !escaped && *p == '\\'`: the line
     continues when it ends in an odd run of backslashes. (Earlier parts of a continued line
@@ -212,35 +227,47 @@ def _ends_in_escape(line: str) -> bool:
     return run % 2 == 1
 
 
-def _logical_lines(text: str) -> list[tuple[Traced, int]]:
-    """Join continuation lines exactly like conf-parser.c; returns (line, first line number)."""
-    result: list[tuple[Traced, int]] = []
-    continuation: list[tuple[str, Sequence[Pos]]] | None = None
+def _logical_lines(text: str) -> list[tuple[str, Sequence[Pos], int]]:
+    """Join continuation lines exactly like conf-parser.c; returns (line, its positions,
+    first line number)."""
+    result: list[tuple[str, Sequence[Pos], int]] = []
+    parts: list[str] = []  # the line being continued, empty when there is none
+    parts_origins: list[Sequence[Pos]] = []
     start_line = 0
     for raw, origins, number in _physical_lines(text):
-        if continuation is not None:
-            if raw.lstrip(WHITESPACE)[:1] in tuple(COMMENTS):
+        if parts:
+            if raw.lstrip(WHITESPACE).startswith(COMMENT_STARTS):
                 continue
-            continuation.append((raw, origins))
+        elif not raw.endswith("\\"):  # the common case: a line that is whole by itself
+            result.append((raw, origins, number))
+            continue
         else:
-            continuation = [(raw, origins)]
             start_line = number
         if _ends_in_escape(raw):
             # The trailing backslash becomes a space and the line continues.
-            last_text, last_origins = continuation[-1]
-            continuation[-1] = (last_text[:-1] + " ", last_origins)
+            parts.append(raw[:-1] + " ")
+            parts_origins.append(origins)
             continue
-        text_joined = "".join(part for part, _ in continuation)
-        result.append((Traced(text_joined, _joined_origins(continuation)), start_line))
-        continuation = None
-    if continuation is not None:
-        text_joined = "".join(part for part, _ in continuation)
-        result.append((Traced(text_joined, _joined_origins(continuation)), start_line))
+        parts.append(raw)
+        parts_origins.append(origins)
+        result.append(_joined(parts, parts_origins, start_line))
+        parts, parts_origins = [], []
+    if parts:
+        result.append(_joined(parts, parts_origins, start_line))
     return result
+
+
+def _joined(
+    parts: list[str], origins: list[Sequence[Pos]], start_line: int
+) -> tuple[str, Sequence[Pos], int]:
+    joined = origins[0] if len(origins) == 1 else joined_origins(origins)
+    return "".join(parts), joined, start_line
 
 
 def _collect_disables(source: SourceFile, into: dict[tuple[str, int], set[str]]) -> None:
     """`# lintunits: disable=CODE[,CODE]` applies to the next non-comment line."""
+    if "lintunits:" not in source.text:  # most files: no line can match _DISABLE_RE
+        return
     pending: set[str] = set()
     for number, line in enumerate(source.lines, start=1):
         stripped = line.strip()
@@ -265,10 +292,11 @@ def parse_text(text: str, path: str, unit: UnitFile | None = None) -> UnitFile:
     is_dropin = bool(unit.sources) or path.endswith(".conf")
     unit.sources[path] = source
     section: str | None = None
-    for logical, first_line in _logical_lines(text):
-        line = logical.strip()
-        if not line.text or line.text[0] in COMMENTS:
+    for raw, origins, first_line in _logical_lines(text):
+        stripped = raw.strip(WHITESPACE)
+        if not stripped or stripped[0] in COMMENTS:
             continue
+        line = Traced(raw, origins).strip()
         if line.text.startswith("["):
             name = line[1:-1]
             if not line.text.endswith("]") or not string_is_safe(name.text):
@@ -338,15 +366,18 @@ def dropin_paths(unit_path: Path) -> list[Path]:
 
 def parse_file(path: Path, *, with_dropins: bool = True) -> UnitFile:
     """Read a unit and its drop-ins. Raises OSError/UnicodeDecodeError for unreadable input."""
-    unit = parse_text(read_text(path), str(path))
-    if with_dropins:
+    unit_path = str(path)
+    unit = parse_text(read_text(unit_path), unit_path, UnitFile(path=unit_path, name=path.name))
+    # Most units have no drop-in directory: one os.path.isdir() says so without Paths.
+    if with_dropins and os.path.isdir(unit_path + ".d"):
         for dropin in dropin_paths(path):
             parse_text(read_text(dropin), str(dropin), unit)
     return unit
 
 
-def read_text(path: Path) -> str:
-    data = path.read_bytes()
+def read_text(path: str | Path) -> str:
+    with open(path, "rb") as file:
+        data = file.read()
     if b"\x00" in data:
         raise UnicodeDecodeError(
             "utf-8", data, data.index(b"\x00"), data.index(b"\x00") + 1, "NUL byte in unit file"

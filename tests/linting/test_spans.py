@@ -46,3 +46,19 @@ def test_span_of_text_over_two_lines_runs_from_first_to_last_character() -> None
     assert text.span() == Span(Pos(1, 10), Pos(2, 5))
     assert text.span(1, 2) == Span(Pos(1, 11), Pos(1, 12))
     assert text.strip() is text
+
+
+def test_lazy_positions_slice_span_and_strip_like_a_tuple_of_them() -> None:
+    text = " ab c\td  "
+    for origins in (
+        LineOrigins(3, 5, 9),
+        joined_origins([LineOrigins(1, 10, 3), LineOrigins(2, 1, 4), LineOrigins(3, 5, 2)]),
+    ):
+        lazy, eager = Traced(text, origins), Traced(text, tuple(origins))
+        for start in range(-len(text) - 1, len(text) + 2):
+            for stop in (*range(-len(text) - 1, len(text) + 2), None):
+                a, b = lazy[start:stop], eager[start:stop]
+                assert (a.text, tuple(a.origins), a.anchor) == (b.text, b.origins, b.anchor)
+                assert a.span() == b.span() and a.strip() == b.strip(), (start, stop)
+                if 0 <= start <= len(text) and stop is not None and 0 <= stop <= len(text):
+                    assert lazy.span(start, stop) == eager.span(start, stop), (start, stop)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from linting.engine import lint_paths, lint_text
 from linting.options import LintOptions
-from linting.spans import Pos
+from linting.spans import Pos, Span
 from linting.unitfile import dropin_paths, parse_file, parse_text
 
 
@@ -200,6 +200,25 @@ def test_byte_order_mark_is_skipped_and_columns_still_count_it():
     assert [h.name for h in unit.headers] == ["Service"]
     assert unit.headers[0].span.start == Pos(1, 2)
     assert values("\ufeff[Service]\nType=exec\n", "Type") == ["exec"]
+
+
+def test_lf_only_and_mixed_line_ends_give_the_same_positions():
+    # LF-only text takes a faster path than text with CR: both must agree.
+    lf = "[Service]\n\n\nType=exec\nExecStart=/bin/echo a \\\n  b\n\nUser=u"
+    crlf = "[Service]\r\n\r\n\r\nType=exec\r\nExecStart=/bin/echo a \\\r\n  b\r\n\r\nUser=u"
+    for text in (lf, crlf, "\ufeff" + lf, "\ufeff" + crlf):
+        unit = parse_text(text, "x.service")
+        bom = 1 if text.startswith("\ufeff") else 0
+        assert [(a.name, a.value.text, a.line) for a in unit.assignments] == [
+            ("Type", "exec", 4),
+            ("ExecStart", "/bin/echo a    b", 5),
+            ("User", "u", 8),  # the last line has no line end
+        ]
+        assert unit.headers[0].span.start == Pos(1, 1 + bom)
+        assert [a.value.span() for a in unit.assignments][1:] == [
+            Span(Pos(5, 11), Pos(6, 4)),
+            Span(Pos(8, 6), Pos(8, 7)),
+        ]
 
 
 def test_non_utf8_file_is_an_input_error(tmp_path: Path):
