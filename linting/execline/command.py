@@ -225,17 +225,24 @@ class _ExecParser:
 
     def _arguments(self, words: list[Word], argv: list[Traced], ignore: bool) -> bool | None:
         """The argument loop: words until the end or a `;` separator (True); None after a
-        failure."""
+        failure. `self.pos` is never at a blank: every step moves past the blanks after
+        what it read."""
         value, text = self.value, self.value.text
         while self.pos < len(text):
             pos = self.pos
-            if text[pos] == ";" and _separated(text, pos + 1):
-                self.pos = _skip_blanks(text, pos + 1)
+            plain = PLAIN_WORD.match(text, pos)
+            if plain is None:  # quotes or backslashes
+                word = self._decoded_argument(pos, ignore)
+                if word is None:
+                    return None
+            elif plain.end(1) == pos + 1 and text[pos] == ";":  # a lone `;`: a separator
+                self.pos = plain.end()
                 self._separator(value.span(pos, pos + 1))
                 return True
-            word = self._argument(pos, ignore)
-            if word is None:
-                return None
+            else:  # most words: nothing to decode or to note
+                end = plain.end(1)
+                self.pos = plain.end()
+                word = Word(value[pos:end], pos, end, (), ())
             try:
                 resolved = resolve(word.value, self.version, self.specifier_values)
             except SpecifierError as exc:
@@ -245,16 +252,10 @@ class _ExecParser:
             argv.append(resolved)
         return False
 
-    def _argument(self, pos: int, ignore: bool) -> Word | None:
-        """The word at `pos` (never a blank: every step moves past the blanks after what it
-        read), `\\;` as a literal `;`; `self.pos` moves past it. None after a failure."""
+    def _decoded_argument(self, pos: int, ignore: bool) -> Word | None:
+        """The word at `pos`, which has quotes or backslashes (`\\;` is a literal `;`);
+        `self.pos` moves past it. None after a failure."""
         value, text = self.value, self.value.text
-        plain = PLAIN_WORD.match(text, pos)
-        if plain is not None:
-            # Most words: no quotes, no backslashes, nothing to decode or to note.
-            end = plain.end(1)
-            self.pos = plain.end()
-            return Word(value[pos:end], pos, end, (), ())
         if text.startswith("\\;", pos) and _separated(text, pos + 2):
             self.pos = _skip_blanks(text, pos + 2)
             return Word(Traced(";", (value.origins[pos],)), pos, pos + 2, (), ())
