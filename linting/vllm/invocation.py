@@ -559,12 +559,15 @@ class SpecSource:
         return {e.key: e.value for e in self.entries}
 
 
+_DECODER = json.JSONDecoder()
+_JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
 def json_object_entries(text: Traced) -> list[SpecEntry]:
     """Top-level keys and values of a JSON object with the exact text of each, so that
     findings can point at one key in the file. Call only on text `json.loads` accepts."""
     s = text.text
-    decoder = json.JSONDecoder()
-    ws = re.compile(r"[ \t\n\r]*")
+    decoder, ws = _DECODER, _JSON_WHITESPACE
     i = ws.match(s, 0).end()  # type: ignore[union-attr]
     if s[i : i + 1] != "{":
         return []

@@ -63,6 +63,8 @@ def specifier_means_something_else(ctx: UnitContext) -> Iterator[Hit]:
 def _home_as_host(ctx: UnitContext) -> Iterator[Hit]:
     home = ctx.specifiers.get("h", "/root")
     for cmd in ctx.commands:
+        if "%" not in cmd.assignment.value.text:
+            continue  # no specifier anywhere in the line (the usual case): nothing to match
         argv = cmd.command.argv
         for index in range(1, len(argv)):
             option = argv[index - 1].text
