@@ -9,6 +9,8 @@ from __future__ import annotations
 
 def path_simplify(path: str) -> str:
     absolute = path.startswith("/")
+    if absolute and "//" not in path and "/./" not in path and not path.endswith(("/", "/.")):
+        return path  # no empty and no `.` component: already simple (most executables)
     parts = [p for p in path.split("/") if p not in ("", ".")]
     simplified = "/".join(parts)
     if absolute:

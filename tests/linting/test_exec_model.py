@@ -21,6 +21,7 @@ from linting.engine import lint_text
 from linting.execline.command import ExecLine, expand_command, parse_exec_value
 from linting.execline.env_assignments import parse_environment
 from linting.execline.env_substitution import expand_word, split_value
+from linting.execline.paths import path_simplify
 from linting.execline.specifiers import (
     HostFacts,
     SpecifierError,
@@ -208,6 +209,26 @@ def test_unknown_specifier_makes_the_unit_fail_to_load_in_252(letter):
 def test_instance_specifiers_unescape_the_unit_name():
     values = specifier_values(UnitFacts("vllm@models-kimi\\x2dk2.service"), HostFacts())
     assert (values["i"], values["I"]) == ("models-kimi\\x2dk2", "models/kimi-k2")
+
+
+@pytest.mark.parametrize(
+    ("path", "simplified"),
+    [
+        ("/usr/bin/env", "/usr/bin/env"),
+        ("//usr/bin/./env", "/usr/bin/env"),
+        ("/usr//bin/env", "/usr/bin/env"),
+        ("/usr/bin/../bin/env", "/usr/bin/../bin/env"),
+        ("/usr/bin/.env", "/usr/bin/.env"),
+        ("/usr/bin/", "/usr/bin"),
+        ("/usr/bin/.", "/usr/bin"),
+        ("/.", "/"),
+        ("/", "/"),
+        ("./env", "env"),
+        (".", "."),
+    ],
+)
+def test_path_simplify_drops_empty_and_dot_components_only(path, simplified):
+    assert path_simplify(path) == simplified
 
 
 @pytest.mark.parametrize(
