@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import platform
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 
-from linting.spans import Pos, Traced
+from linting.spans import Pos, Traced, joined_origins
 
 POSSIBLE_SPECIFIERS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -215,46 +216,40 @@ def find_specifiers(word: str, version: int) -> list[SpecifierUse]:
         return []
     known, deprecated = specifier_table(version)
     uses: list[SpecifierUse] = []
-    i = 0
-    while i < len(word):
-        if word[i] == "%" and i + 1 < len(word):
-            letter = word[i + 1]
-            if letter != "%" and letter in POSSIBLE_SPECIFIERS:
-                uses.append(SpecifierUse(letter, i, letter in known, letter in deprecated))
-            i += 2
-            continue
-        i += 1
+    i = word.find("%")
+    while 0 <= i < len(word) - 1:  # a `%` at the very end is no specifier
+        letter = word[i + 1]
+        if letter != "%" and letter in POSSIBLE_SPECIFIERS:
+            uses.append(SpecifierUse(letter, i, letter in known, letter in deprecated))
+        i = word.find("%", i + 2)  # the character after a `%` is never the next `%`
     return uses
 
 
 def resolve(word: Traced, version: int, values: dict[str, str]) -> Traced:
-    """`specifier_printf()` on one word; raises SpecifierError for an unknown letter."""
-    if "%" not in word.text:
+    """`specifier_printf()` on one word; raises SpecifierError for an unknown letter.
+    The text between specifiers is copied as slices (text and positions); a specifier's
+    value takes the position of its `%`."""
+    s = word.text
+    if "%" not in s:
         return word
     known, deprecated = specifier_table(version)
     out: list[str] = []
-    origins: list[Pos] = []
-    s = word.text
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c != "%" or i + 1 >= len(s):
-            out.append(c)
-            origins.append(word.origins[i])
-            i += 1
-            continue
+    pieces: list[Sequence[Pos]] = []
+    start = 0  # the text from `start` on is kept as written, up to the next specifier
+    i = s.find("%")
+    while 0 <= i < len(s) - 1:  # a `%` at the very end stays as written
         letter = s[i + 1]
-        if letter == "%":
-            out.append("%")
-            origins.append(word.origins[i])
-        elif letter in known:
-            value = values.get(letter, f"%{letter}")
+        if letter == "%" or letter in known:
+            value = "%" if letter == "%" else values.get(letter, f"%{letter}")
+            out.append(s[start:i])
+            pieces.append(word.origins[start:i])
             out.append(value)
-            origins.extend([word.origins[i]] * len(value))
+            pieces.append((word.origins[i],) * len(value))
+            start = i + 2
         elif letter in POSSIBLE_SPECIFIERS:
             raise SpecifierError(SpecifierUse(letter, i, False, letter in deprecated))
-        else:
-            out.append(c + letter)
-            origins.extend((word.origins[i], word.origins[i + 1]))
-        i += 2
-    return Traced("".join(out), tuple(origins))
+        # any other character: `%` and it stay as written
+        i = s.find("%", i + 2)
+    out.append(s[start:])
+    pieces.append(word.origins[start:])
+    return Traced("".join(out), joined_origins(pieces))
