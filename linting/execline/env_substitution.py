@@ -21,6 +21,7 @@ from linting.spans import Pos, Traced, joined_origins
 _VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # What ends the name of a `${`: its `}`, or a `:` that turns the parser back to plain text.
 _BRACE_END = re.compile(r"[}:]")
+_BLANK_SEPARATED = re.compile(r"[^ \t\n\r]+")
 
 
 def is_valid_name(name: str) -> bool:
@@ -78,6 +79,8 @@ def _unknown(word: Traced, start: int, end: int) -> tuple[str, Sequence[Pos]]:
 def split_value(value: str) -> list[str]:
     """`strv_split_full(value, WHITESPACE, EXTRACT_RELAX|EXTRACT_UNQUOTE)`: quotes group,
     unbalanced quotes are tolerated (RELAX), backslashes escape the next character."""
+    if "'" not in value and '"' not in value and "\\" not in value:
+        return _BLANK_SEPARATED.findall(value)  # nothing to unquote: the runs of non-blanks
     words: list[str] = []
     i, n = 0, len(value)
     while True:
