@@ -106,6 +106,8 @@ def parse_environment(
 
 
 def _utf8(text: str) -> bool:
+    if text.isascii():  # most assignments
+        return True
     try:
         to_bytes(text).decode("utf-8")
     except UnicodeDecodeError:
