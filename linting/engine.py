@@ -18,6 +18,9 @@ from linting.shell.shellcheck import ShellCheckPool
 from linting.spans import Span
 from linting.unitfile import UnitFile, parse_file, parse_text
 
+# How often (in units) the rules pass reads the reports of ShellCheck batches that ended.
+SETTLE_EVERY = 25
+
 UNIT_SUFFIXES = (
     ".service",
     ".socket",
@@ -145,11 +148,22 @@ def _lint(units: Iterable[UnitFile], options: LintOptions, expected: int) -> Rep
         if pool is not None:
             pool.finish()
         run = RunContext(contexts, options, jobs)
-        found = {id(ctx): _unit_findings(ctx, rules) for ctx in contexts}
-        for rule in rules:
+        found: dict[int, list[Finding]] = {}
+        for index, ctx in enumerate(contexts, start=1):
+            found[id(ctx)] = _unit_findings(ctx, rules)
+            if pool is not None and index % SETTLE_EVERY == 0:
+                pool.settle_finished()
+        for rule in cross_unit_order(rules):
             for ctx, hit in rule.check_run(run) if rule.check_run else ():
                 found[id(ctx)].append(finding(rule, ctx, hit))
     return _report(contexts, found, {r.code: r for r in rules})
+
+
+def cross_unit_order(rules: Iterable[Rule]) -> list[Rule]:
+    """The rules that look at the whole run, ShellCheck's last: it waits for the last
+    batch, and the others can run while ShellCheck still works. (Findings are sorted
+    per file afterwards, so the order does not show in the report.)"""
+    return sorted((r for r in rules if r.check_run), key=lambda r: r.code == "SC")
 
 
 def _unit_findings(ctx: UnitContext, rules: list[Rule]) -> list[Finding]:

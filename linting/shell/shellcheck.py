@@ -274,6 +274,14 @@ class ShellCheckPool:
             files, waiting = waiting[:size], waiting[size:]
             self._start(files)
 
+    def settle_finished(self) -> None:
+        """Read the reports of the batches whose process has ended, here and now. The
+        engine calls it between units, so that when ShellCheck's last batch ends little
+        is left to read: after it one core would idle while this thread reads them all."""
+        for batch in self._batches:
+            if batch.process.done():
+                batch.settle()
+
     def _start(self, files: list[tuple[str, _Job]]) -> None:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(

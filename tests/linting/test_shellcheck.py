@@ -13,6 +13,7 @@ import pytest
 from linting import context, engine
 from linting.engine import lint_paths, lint_text
 from linting.options import LintOptions
+from linting.rules.registry import all_rules
 from linting.shell import shellcheck as sc
 from linting.shell.positions import LineIndex
 from linting.shell.shellcheck import ShellCheckUnavailable, ShellScript, check_scripts
@@ -399,3 +400,51 @@ def test_a_failing_shellcheck_is_reported_not_raised(monkeypatch: pytest.MonkeyP
         "with 3: internal error",
     ) in found
     assert any(code == "EX204" for code, _ in found)  # the other rules still ran
+
+
+def test_finished_batches_are_read_before_their_results_are_asked_for(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`settle_finished` reads (and stores) the reports of batches whose process ended, so
+    that at the end of a run only the last batches are left to read."""
+    monkeypatch.setenv("LINTUNITS_CACHE_DIR", str(tmp_path))
+    scripts = [ShellScript(traced(f"echo $foo{i}"), "bash") for i in range(100)]
+    with sc.ShellCheckPool(processes=2, expected=100) as pool:
+        pending = [pool.submit(script) for script in scripts]
+        pool.finish()
+        for check in pending:  # every process has ended, no report has been read
+            assert check.batch is not None
+            check.batch.process.result()
+        assert all(sc.diskcache.load(check.key) is None for check in pending)
+        pool.settle_finished()
+        stored = [sc.diskcache.load(check.key) for check in pending]
+        assert all(entry and sc.RawComment.from_json(entry[0]).code == 2086 for entry in stored)
+        assert all("SC2086" in codes(check.result()) for check in pending)
+
+
+def test_a_run_reads_finished_shellcheck_reports_between_units(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls: list[int] = []
+    real = sc.ShellCheckPool.settle_finished
+
+    def counting(self: sc.ShellCheckPool) -> None:
+        calls.append(1)
+        real(self)
+
+    monkeypatch.setattr(sc.ShellCheckPool, "settle_finished", counting)
+    for i in range(100):
+        (tmp_path / f"u{i:03d}.service").write_text(
+            f"[Service]\nExecStart=/bin/bash -c 'echo $$foo{i}'\n", encoding="utf-8"
+        )
+    report = lint_paths([str(tmp_path)], LintOptions())
+    assert sum(f.code == "SC2086" for f in report.findings) == 100
+    assert len(calls) >= 100 // engine.SETTLE_EVERY
+
+
+def test_the_shellcheck_rule_runs_after_the_other_cross_unit_rules() -> None:
+    """The other cross-unit rules (VL325, VL332) need no ShellCheck result: they run while
+    ShellCheck still works, not after its last batch."""
+    order = [rule.code for rule in engine.cross_unit_order(all_rules())]
+    assert order[-1] == "SC"
+    assert {"VL325", "VL332"} <= set(order)
