@@ -73,6 +73,12 @@ def test_escaped_semicolon_is_a_literal_argument():
     ]
 
 
+def test_separator_is_a_lone_semicolon_in_the_raw_text():
+    # `;x` is a word; a quoted `";"` argument is a literal `;`; a trailing `;` ends the value
+    assert argv('/bin/a ;x ";" \t;') == [["/bin/a", ";x", ";"]]
+    assert argv("/bin/a x;\t;\n/bin/b") == [["/bin/a", "x;"], ["/bin/b"]]
+
+
 def test_quoted_semicolon_as_first_word_is_also_a_separator():
     assert argv('/bin/a ; ";" /bin/b') == [["/bin/a"], ["/bin/b"]]
 
