@@ -207,6 +207,7 @@ class ShellCheckPool:
     ) -> None:
         self.excluded = _normalise_codes(exclude)
         self.processes = processes or usable_cpus()
+        self.expected = expected
         self.batch_size = batch_size(expected, self.processes)
         self._binary: tuple[str, str] | None = None  # (path, identity)
         self._missing: ShellCheckUnavailable | None = None
@@ -247,9 +248,17 @@ class ShellCheckPool:
             return check
         self._batch.append((self._write(job), job))
         self._queued[job.key] = [check]
-        if len(self._batch) >= self.batch_size:
+        if len(self._batch) >= self._next_batch_size():
             self.flush()
         return check
+
+    def _next_batch_size(self) -> int:
+        """Each process's first batch is small (TAIL_BATCH) in a run of more than one
+        batch: it starts after a handful of units are read instead of a full batch's
+        worth, so no core idles at the start while Python reads and parses units."""
+        if self.expected > MIN_BATCH and len(self._batches) < self.processes:
+            return min(TAIL_BATCH, self.batch_size)
+        return self.batch_size
 
     def flush(self) -> None:
         """Start a ShellCheck process on the scripts queued so far."""

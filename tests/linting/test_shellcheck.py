@@ -174,8 +174,11 @@ def test_a_large_run_is_split_into_batches_run_side_by_side(spawns: list[list[st
         pool.flush()
         results = [check.result() for check in pending]
     assert pool.batch_size == sc.MIN_BATCH
-    assert len(spawns) == -(-200 // sc.MIN_BATCH)
-    assert sorted(len([a for a in argv if a.endswith(".sh")]) for argv in spawns)[-1] == 32
+    sizes = [len([a for a in argv if a.endswith(".sh")]) for argv in spawns]
+    # one small first batch per process (each starts early), then full batches
+    assert sizes[:2] == [sc.TAIL_BATCH, sc.TAIL_BATCH]
+    assert len(spawns) == 2 + -(-(200 - 2 * sc.TAIL_BATCH) // sc.MIN_BATCH)
+    assert max(sizes) == 32
     assert all("SC2086" in codes(found) for found in results)
     assert results == check_scripts(scripts)  # the same findings as one process gives
 
@@ -219,7 +222,7 @@ def test_finish_re_deals_the_batches_no_process_has_started(
         pool.finish()
         release.set()
         results = [check.result() for check in pending]
-    first = sc.MIN_BATCH  # the batch already running when finish() came
+    first = sc.TAIL_BATCH  # the (small, first) batch already running when finish() came
     assert started[0] == first
     assert started[1:] == sc.tail_sizes(200 - first, 1)
     assert all(
