@@ -99,7 +99,7 @@ class RunOrigins(Sequence[Pos]):
 
     def __init__(self, runs: Sequence[LineOrigins]) -> None:
         self.runs = tuple(runs)
-        self.ends = tuple(accumulate(len(r) for r in self.runs))
+        self.ends = tuple(accumulate(r.size for r in self.runs))
         self.size = self.ends[-1] if self.ends else 0
 
     def __len__(self) -> int:
@@ -181,7 +181,7 @@ def joined_origins(pieces: Iterable[Sequence[Pos]]) -> Sequence[Pos]:
     return runs[0] if len(runs) == 1 else RunOrigins(runs)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Traced:
     """A string plus the file position of each of its characters."""
 
@@ -190,12 +190,16 @@ class Traced:
     # Where an empty text sits in the file (a `${VAR}` that became ""), for its span.
     anchor: Pos | None = field(default=None, compare=False)
 
-    def __post_init__(self) -> None:
-        origins = self.origins
-        # One runs for every Traced: read a single line's size without a call to __len__.
+    def __init__(self, text: str, origins: Sequence[Pos], anchor: Pos | None = None) -> None:
+        # Written out because one runs for every derived string: a single line's size is
+        # read without a call to its __len__, and the slots' own setters get past the
+        # frozen __setattr__ at less cost than the generated object.__setattr__ calls.
         size = origins.size if type(origins) is LineOrigins else len(origins)
-        if len(self.text) != size:
+        if len(text) != size:
             raise ValueError("Traced text and origins differ in length")
+        _set_text(self, text)
+        _set_origins(self, origins)
+        _set_anchor(self, anchor)
 
     def __len__(self) -> int:
         return len(self.text)
@@ -246,6 +250,11 @@ class Traced:
             return Traced("", ())
         left = len(text) - len(text.lstrip(chars))
         return self[left : left + len(stripped)]
+
+
+_set_text = Traced.text.__set__  # type: ignore[attr-defined]
+_set_origins = Traced.origins.__set__  # type: ignore[attr-defined]
+_set_anchor = Traced.anchor.__set__  # type: ignore[attr-defined]
 
 
 def join(parts: list[Traced]) -> Traced:

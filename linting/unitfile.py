@@ -27,6 +27,7 @@ from linting.spans import LineOrigins, Pos, Span, Traced, joined_origins
 WHITESPACE = " \t\n\r"
 COMMENTS = "#;"
 COMMENT_STARTS = tuple(COMMENTS)
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f\"'\\]")  # what string_is_safe() rejects
 _DISABLE_RE = re.compile(r"lintunits:\s*disable=([A-Za-z0-9_,\s-]+)")
 
 
@@ -298,8 +299,8 @@ def parse_text(text: str, path: str, unit: UnitFile | None = None) -> UnitFile:
             continue
         line = Traced(raw, origins).strip()
         if line.text.startswith("["):
-            name = line[1:-1]
-            if not line.text.endswith("]") or not string_is_safe(name.text):
+            name = line.text[1:-1]
+            if not line.text.endswith("]") or not string_is_safe(name):
                 what = "Invalid" if not line.text.endswith("]") else "Bad characters in"
                 consequence = (
                     "systemd reads no further in this drop-in"
@@ -316,7 +317,7 @@ def parse_text(text: str, path: str, unit: UnitFile | None = None) -> UnitFile:
                 )
                 # parse_line() returns -EBADMSG and config_parse() stops reading the file.
                 break
-            section = name.text
+            section = name
             unit.headers.append(SectionHeader(section, line.span(), path))
             continue
         if section is None:
@@ -352,7 +353,7 @@ def parse_text(text: str, path: str, unit: UnitFile | None = None) -> UnitFile:
 def string_is_safe(text: str) -> bool:
     """`string_is_safe()` (src/basic/string-util.c): no control characters, quotes or
     backslashes."""
-    return not any(ch < " " or ch in "\x7f\"'\\" for ch in text)
+    return _UNSAFE.search(text) is None
 
 
 def dropin_paths(unit_path: Path) -> list[Path]:

@@ -3,6 +3,10 @@ for (continuation lines, quoted words)."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from linting.spans import LineOrigins, Pos, RunOrigins, Span, Traced, joined_origins
 
 
@@ -62,3 +66,14 @@ def test_lazy_positions_slice_span_and_strip_like_a_tuple_of_them() -> None:
                 assert a.span() == b.span() and a.strip() == b.strip(), (start, stop)
                 if 0 <= start <= len(text) and stop is not None and 0 <= stop <= len(text):
                     assert lazy.span(start, stop) == eager.span(start, stop), (start, stop)
+
+
+def test_traced_checks_lengths_and_stays_frozen() -> None:
+    for origins in (LineOrigins(1, 1, 2), (Pos(1, 1),) * 3, []):
+        with pytest.raises(ValueError):
+            Traced("abcd", origins)
+    text = Traced("ab", LineOrigins(1, 1, 2))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        text.text = "cd"  # type: ignore[misc]
+    assert dataclasses.replace(text, text="cd") == Traced("cd", ((1, 1), (1, 2)))
+    assert Traced("", (), Pos(4, 4)) == Traced("", ())  # the anchor does not compare

@@ -13,7 +13,7 @@ from pathlib import Path
 from linting.engine import lint_paths, lint_text
 from linting.options import LintOptions
 from linting.spans import Pos, Span
-from linting.unitfile import dropin_paths, parse_file, parse_text
+from linting.unitfile import dropin_paths, parse_file, parse_text, string_is_safe
 
 
 def values(text: str, key: str, section: str = "Service") -> list[str]:
@@ -303,3 +303,11 @@ def test_disable_comment_does_not_reach_past_the_next_line():
     text = "[Service]\n# lintunits: disable=SD102\nType=exec\nEnviroment=A=1\n"
     report = lint_text(text, "x.service", LintOptions(shellcheck=False))
     assert [f.span.start.line for f in report.files[0].findings if f.code == "SD102"] == [4]
+
+
+def test_string_is_safe_rejects_control_characters_quotes_and_backslashes() -> None:
+    for code in range(0x200):
+        ch = chr(code)
+        expected = not (ch < " " or ch in "\x7f\"'\\")
+        assert string_is_safe(f"a{ch}b") is expected, hex(code)
+    assert string_is_safe("")
