@@ -11,7 +11,7 @@ from linting.execline.command import EXEC_KEYS, ExecLine, expand_command, parse_
 from linting.execline.env_assignments import EnvProblem, EnvVar, parse_environment
 from linting.execline.env_files import EnvFiles, load_environment_files
 from linting.execline.env_substitution import without_marks
-from linting.execline.exec_environment import exec_environment
+from linting.execline.exec_environment import UnitEnvironment, unit_environment
 from linting.execline.specifiers import UnitFacts, local_host_facts, specifier_values
 from linting.options import LintOptions
 from linting.servers import VllmCommand, find_servers, wrapper_scripts
@@ -70,7 +70,7 @@ class UnitContext:
     def env_files(self) -> EnvFiles:
         return self._environment[2]
 
-    @property
+    @cached_property
     def has_unknown_environment(self) -> bool:
         """True when some variables may come from files the linter cannot read (required
         or `-` optional), or from PassEnvironment=: "unset" cannot be concluded then."""
@@ -80,12 +80,12 @@ class UnitContext:
 
     def exec_environment(self, key: str) -> dict[str, str]:
         """The environment a command of `key` receives."""
-        return exec_environment(
-            self.unit,
-            key,
-            self.version,
-            self.environment,
-            self.options.host_facts or local_host_facts(),
+        return self._unit_environment.for_key(key)
+
+    @cached_property
+    def _unit_environment(self) -> UnitEnvironment:
+        return unit_environment(
+            self.unit, self.version, self.environment, self.options.host_facts or local_host_facts()
         )
 
     @cached_property
@@ -103,7 +103,8 @@ class UnitContext:
     def commands(self) -> list[Command]:
         """Every command systemd would run, after resets by empty assignments."""
         effective = {
-            key: {id(a) for a in self.unit.effective_list("Service", key)} for key in EXEC_KEYS
+            key: {id(a) for a in self.unit.effective_list("Service", key)}
+            for key in {key for key, _, _ in self.exec_lines}
         }
         result = []
         for key, assignment, line in self.exec_lines:

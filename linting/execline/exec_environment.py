@@ -7,6 +7,8 @@ looks names up in.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 
 from linting.execline.env_assignments import EnvVar
 from linting.execline.specifiers import HostFacts
@@ -46,35 +48,48 @@ EXEC_DIRECTORIES = (
 )
 
 
-def exec_environment(
-    unit: UnitFile,
-    key: str,
-    version: int,
-    variables: Mapping[str, EnvVar],
-    host: HostFacts,
-) -> dict[str, str]:
-    """What a command of `key` (`ExecStartPre`, …) receives: systemd's own variables,
-    overridden by the unit's `variables` (Environment= and EnvironmentFile=)."""
-    env: dict[str, str] = {"PATH": DEFAULT_PATH if version >= 255 else DEFAULT_PATH_SPLIT_USR}
+@dataclass(frozen=True)
+class UnitEnvironment:
+    """What every command of one unit receives, around what depends on the command's key
+    (MAINPID, the stop results), in build_environment()'s order: computed once per unit
+    instead of once per Exec line."""
+
+    head: Mapping[str, str]  # PATH, the runtime variables, USER/LOGNAME/HOME/SHELL
+    tail: Mapping[str, str]  # *_DIRECTORY, TERM, NOTIFY_SOCKET, then the unit's variables
+
+    def for_key(self, key: str) -> dict[str, str]:
+        env = dict(self.head)
+        if key in MAINPID_KEYS:
+            env["MAINPID"] = "<MAINPID>"
+        if key in STOP_KEYS:
+            env.update(
+                SERVICE_RESULT="<SERVICE_RESULT>",
+                EXIT_CODE="<EXIT_CODE>",
+                EXIT_STATUS="<EXIT_STATUS>",
+            )
+        # A name set twice keeps its first place and takes the later value, as dict.update
+        # did when all of this was one dictionary.
+        env.update(self.tail)
+        return env
+
+
+def unit_environment(
+    unit: UnitFile, version: int, variables: Mapping[str, EnvVar], host: HostFacts
+) -> UnitEnvironment:
+    """systemd's own variables, overridden by the unit's `variables` (Environment= and
+    EnvironmentFile=); `.for_key(key)` is what a command of `key` receives."""
+    head: dict[str, str] = {"PATH": DEFAULT_PATH if version >= 255 else DEFAULT_PATH_SPLIT_USR}
     for name in RUNTIME_VARIABLES:
-        env[name] = f"<{name}>"
-    env.update(login_environment(unit, version, host))
-    if key in MAINPID_KEYS:
-        env["MAINPID"] = "<MAINPID>"
-    if key in STOP_KEYS:
-        env.update(
-            SERVICE_RESULT="<SERVICE_RESULT>",
-            EXIT_CODE="<EXIT_CODE>",
-            EXIT_STATUS="<EXIT_STATUS>",
-        )
-    env.update(directory_variables(unit))
+        head[name] = f"<{name}>"
+    head.update(login_environment(unit, version, host))
+    tail = directory_variables(unit)
     term = terminal_type(unit)
     if term:
-        env["TERM"] = term
+        tail["TERM"] = term
     if unit.last_value("Service", "Type") in ("notify", "notify-reload"):
-        env["NOTIFY_SOCKET"] = "/run/systemd/notify"
-    env.update({name: var.value for name, var in variables.items()})
-    return env
+        tail["NOTIFY_SOCKET"] = "/run/systemd/notify"
+    tail.update({name: var.value for name, var in variables.items()})
+    return UnitEnvironment(MappingProxyType(head), MappingProxyType(tail))
 
 
 def directory_variables(unit: UnitFile) -> dict[str, str]:
