@@ -343,11 +343,25 @@ def parse_text(text: str, path: str, unit: UnitFile | None = None) -> UnitFile:
                 )
             )
             continue
-        key = line[:eq].strip()
-        value = line[eq + 1 :].strip()
+        key, value = _key_and_value(line, eq)
         unit.assignments.append(Assignment(section, key, value, path, first_line))
     unit._by_key = None
     return unit
+
+
+def _key_and_value(line: Traced, eq: int) -> tuple[Traced, Traced]:
+    """`line[:eq].strip()` and `line[eq + 1 :].strip()` of a stripped line (so the key can
+    only end in blanks, the value only start with them). A line from one physical line, the
+    common case, is cut without slicing: this runs for every assignment."""
+    text, origins = line.text, line.origins
+    key_stop = len(text[:eq].rstrip(WHITESPACE))
+    value_start = len(text) - len(text[eq + 1 :].lstrip(WHITESPACE))
+    if type(origins) is not LineOrigins or value_start == len(text):
+        return line[:key_stop], line[value_start:]
+    row, column = origins.line, origins.start
+    key = Traced(text[:key_stop], LineOrigins(row, column, key_stop))
+    size = len(text) - value_start
+    return key, Traced(text[value_start:], LineOrigins(row, column + value_start, size))
 
 
 def string_is_safe(text: str) -> bool:

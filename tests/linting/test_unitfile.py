@@ -154,6 +154,15 @@ def test_key_and_value_spans_are_exact():
     assert a.value.span().end == Pos(2, 14)
 
 
+def test_an_empty_value_points_at_its_equals_sign():
+    cases = (("Type=", Pos(2, 5)), ("  Type =  ", Pos(2, 8)), ("Type \\\n =", Pos(3, 2)))
+    for line, equals in cases:
+        (a,) = parse_text(f"[Service]\n{line}\n", "x.service").assignments
+        assert (a.key.text, a.value.text) == ("Type", "")
+        assert a.value.span() == Span.at(equals), line
+        assert a.key.span() == Span(Pos(2, line.index("T") + 1), Pos(2, line.index("T") + 5))
+
+
 def test_value_characters_from_second_physical_line_keep_their_position():
     text = "[Service]\nExecStart=/bin/echo \\\n    --flag\n"
     (a,) = parse_text(text, "x.service").assignments
