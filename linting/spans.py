@@ -148,7 +148,9 @@ class RunOrigins(Sequence[Pos]):
 
     def bounds(self) -> tuple[Pos, Pos]:
         """The smallest and the largest position."""
-        return min(r[0] for r in self.runs), max(r[-1] for r in self.runs)
+        low = min((r.line, r.start) for r in self.runs)
+        high = max((r.line, r.start + r.size - 1) for r in self.runs)
+        return Pos(*low), Pos(*high)
 
     def __repr__(self) -> str:
         return f"RunOrigins({list(self.runs)!r})"

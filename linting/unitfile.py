@@ -116,16 +116,22 @@ class UnitFile:
         return suffix or "service"
 
     def get_all(self, section: str, key: str) -> list[Assignment]:
-        if self._by_key is None:
-            self._by_key = {}
+        return list(self._matching(section, key))
+
+    def _matching(self, section: str, key: str) -> Sequence[Assignment]:
+        """The assignments to `key` in `section`, in order: the index's own list, not a copy
+        (rules ask for keys tens of times per unit)."""
+        by_key = self._by_key
+        if by_key is None:
+            by_key = self._by_key = {}
             for a in self.assignments:
-                self._by_key.setdefault((a.section, a.name), []).append(a)
-        return list(self._by_key.get((section, key), ()))
+                by_key.setdefault((a.section, a.key.text), []).append(a)
+        return by_key.get((section, key), ())
 
     def effective_list(self, section: str, key: str) -> list[Assignment]:
         """List-valued keys: an empty assignment resets everything before it."""
         result: list[Assignment] = []
-        for a in self.get_all(section, key):
+        for a in self._matching(section, key):
             if a.value.text == "":
                 result = []
             else:
@@ -134,7 +140,7 @@ class UnitFile:
 
     def last(self, section: str, key: str) -> Assignment | None:
         """Single-valued keys: the last assignment wins (an empty one means the default)."""
-        found = self.get_all(section, key)
+        found = self._matching(section, key)
         return found[-1] if found else None
 
     def last_value(self, section: str, key: str) -> str | None:

@@ -246,12 +246,16 @@ def test_repeated_keys_are_all_kept_in_order_and_last_wins():
     unit = parse_text("[Service]\nType=simple\nType=exec\n", "x.service")
     assert [a.value.text for a in unit.get_all("Service", "Type")] == ["simple", "exec"]
     assert unit.last_value("Service", "Type") == "exec"
+    unit.get_all("Service", "Type").clear()  # callers get a copy
+    assert unit.last_value("Service", "Type") == "exec"
 
 
 def test_empty_assignment_resets_a_list():
     text = "[Service]\nExecStartPre=/bin/a\nExecStartPre=\nExecStartPre=/bin/b\n"
     unit = parse_text(text, "x.service")
     assert [a.value.text for a in unit.effective_list("Service", "ExecStartPre")] == ["/bin/b"]
+    unit.effective_list("Service", "ExecStartPre").clear()
+    assert len(unit.get_all("Service", "ExecStartPre")) == 3
 
 
 def test_empty_single_value_means_default():
