@@ -48,13 +48,22 @@ class SectionHeader:
     path: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Assignment:
     section: str
     key: Traced
     value: Traced
     path: str
     line: int  # physical line where the assignment starts
+
+    def __init__(self, section: str, key: Traced, value: Traced, path: str, line: int) -> None:
+        # Written out, as Traced's is: one is made for every assignment of every file, and
+        # the slots' setters cost half of the generated object.__setattr__ calls.
+        _set_section(self, section)
+        _set_key(self, key)
+        _set_value(self, value)
+        _set_path(self, path)
+        _set_line(self, line)
 
     @property
     def name(self) -> str:
@@ -65,6 +74,13 @@ class Assignment:
         """The whole assignment, key to end of value."""
         end = self.value.span() if self.value.text else self.key.span()
         return self.key.span().union(end)
+
+
+_set_section = Assignment.section.__set__  # type: ignore[attr-defined]
+_set_key = Assignment.key.__set__  # type: ignore[attr-defined]
+_set_value = Assignment.value.__set__  # type: ignore[attr-defined]
+_set_path = Assignment.path.__set__  # type: ignore[attr-defined]
+_set_line = Assignment.line.__set__  # type: ignore[attr-defined]
 
 
 @dataclass
