@@ -26,12 +26,18 @@ class Pos(NamedTuple):
         return Pos(self.line, self.column + 1)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Span:
     """A half-open range [start, end) of file positions."""
 
     start: Pos
     end: Pos
+
+    def __init__(self, start: Pos, end: Pos) -> None:
+        # Written out, as Traced's is: the slots' setters cost half of the generated
+        # object.__setattr__ calls, and every finding and assignment makes spans.
+        _set_start(self, start)
+        _set_end(self, end)
 
     @classmethod
     def at(cls, pos: Pos, length: int = 1) -> Span:
@@ -39,6 +45,10 @@ class Span:
 
     def union(self, other: Span) -> Span:
         return Span(min(self.start, other.start), max(self.end, other.end))
+
+
+_set_start = Span.start.__set__  # type: ignore[attr-defined]
+_set_end = Span.end.__set__  # type: ignore[attr-defined]
 
 
 class LineOrigins(Sequence[Pos]):
@@ -99,7 +109,7 @@ class RunOrigins(Sequence[Pos]):
 
     def __init__(self, runs: Sequence[LineOrigins]) -> None:
         self.runs = tuple(runs)
-        self.ends = tuple(accumulate(r.size for r in self.runs))
+        self.ends = tuple(accumulate([r.size for r in self.runs]))
         self.size = self.ends[-1] if self.ends else 0
 
     def __len__(self) -> int:

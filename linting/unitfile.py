@@ -319,7 +319,9 @@ def parse_text(text: str, path: str, unit: UnitFile | None = None) -> UnitFile:
         stripped = raw.strip(WHITESPACE)
         if not stripped or stripped[0] in COMMENTS:
             continue
-        line = Traced(raw, origins).strip()
+        line = Traced(raw, origins)
+        if len(stripped) != len(raw):
+            line = line.strip()
         if line.text.startswith("["):
             name = line.text[1:-1]
             if not line.text.endswith("]") or not string_is_safe(name):
