@@ -27,6 +27,7 @@ from linting.spans import LineOrigins, Pos, Span, Traced, joined_origins
 WHITESPACE = " \t\n\r"
 COMMENTS = "#;"
 COMMENT_STARTS = tuple(COMMENTS)
+_STDIN_NAME = "stdin.service"  # the name of a unit read from standard input (path "-")
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f\"'\\]")  # what string_is_safe() rejects
 _DISABLE_RE = re.compile(r"lintunits:\s*disable=([A-Za-z0-9_,\s-]+)")
 
@@ -307,7 +308,7 @@ def _collect_disables(source: SourceFile, into: dict[tuple[str, int], set[str]])
 def parse_text(text: str, path: str, unit: UnitFile | None = None) -> UnitFile:
     """Parse one file into `unit` (a new one if None), appending to what is there."""
     if unit is None:
-        unit = UnitFile(path=path, name=Path(path).name if path != "-" else "stdin.service")
+        unit = UnitFile(path=path, name=Path(path).name if path != "-" else _STDIN_NAME)
     source = SourceFile(path, text)
     _collect_disables(source, unit.disabled)
     # A drop-in's errors only end that drop-in (load-dropin.c ignores config_parse()'s
@@ -406,7 +407,8 @@ def dropin_paths(unit_path: Path) -> list[Path]:
 def parse_file(path: Path, *, with_dropins: bool = True) -> UnitFile:
     """Read a unit and its drop-ins. Raises OSError/UnicodeDecodeError for unreadable input."""
     unit_path = str(path)
-    unit = parse_text(read_text(unit_path), unit_path, UnitFile(path=unit_path, name=path.name))
+    name = _STDIN_NAME if unit_path == "-" else path.name  # the name parse_text() would give
+    unit = parse_text(read_text(unit_path), unit_path, UnitFile(path=unit_path, name=name))
     # Most units have no drop-in directory: one os.path.isdir() says so without Paths.
     if with_dropins and os.path.isdir(unit_path + ".d"):
         for dropin in dropin_paths(path):

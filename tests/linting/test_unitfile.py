@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from linting.engine import lint_paths, lint_text
 from linting.options import LintOptions
 from linting.spans import Pos, Span
@@ -324,3 +326,16 @@ def test_string_is_safe_rejects_control_characters_quotes_and_backslashes() -> N
         expected = not (ch < " " or ch in "\x7f\"'\\")
         assert string_is_safe(f"a{ch}b") is expected, hex(code)
     assert string_is_safe("")
+
+
+def test_parse_file_names_a_unit_as_parse_text_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("vllm.service", "vllm@.service", "-", "x.service.d/10-a.conf"):
+        path = tmp_path / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("[Service]\nType=exec\n", encoding="utf-8")
+        for given in (path, Path(name)):
+            unit = parse_file(given)
+            assert (unit.path, unit.name) == (str(given), parse_text("", str(given)).name)
