@@ -56,6 +56,9 @@ class Assignment:
     value: Traced
     path: str
     line: int  # physical line where the assignment starts
+    # key.text, stored: rules read it for every assignment they look at (a property's call
+    # cost more than making the unit)
+    name: str = field(init=False, repr=False, compare=False)
 
     def __init__(self, section: str, key: Traced, value: Traced, path: str, line: int) -> None:
         # Written out, as Traced's is: one is made for every assignment of every file, and
@@ -65,10 +68,7 @@ class Assignment:
         _set_value(self, value)
         _set_path(self, path)
         _set_line(self, line)
-
-    @property
-    def name(self) -> str:
-        return self.key.text
+        _set_name(self, key.text)
 
     @property
     def span(self) -> Span:
@@ -82,6 +82,7 @@ _set_key = Assignment.key.__set__  # type: ignore[attr-defined]
 _set_value = Assignment.value.__set__  # type: ignore[attr-defined]
 _set_path = Assignment.path.__set__  # type: ignore[attr-defined]
 _set_line = Assignment.line.__set__  # type: ignore[attr-defined]
+_set_name = Assignment.name.__set__  # type: ignore[attr-defined]
 
 
 @dataclass
