@@ -162,8 +162,8 @@ class UnitFile:
         return found[-1] if found else None
 
     def last_value(self, section: str, key: str) -> str | None:
-        a = self.last(section, key)
-        return a.value.text if a is not None and a.value.text != "" else None
+        found = self._matching(section, key)
+        return (found[-1].value.text if found else "") or None
 
     def anchor(self, section: str) -> tuple[Span, str]:
         """Where a finding about a whole section points, and in which file: the section's
@@ -321,73 +321,77 @@ def parse_text(text: str, path: str, unit: UnitFile | None = None) -> UnitFile:
         stripped = raw.strip(WHITESPACE)
         if not stripped or stripped[0] in COMMENTS:
             continue
-        line = Traced(raw, origins)
-        if len(stripped) != len(raw):
-            line = line.strip()
-        if line.text.startswith("["):
-            name = line.text[1:-1]
-            if not line.text.endswith("]") or not string_is_safe(name):
-                what = "Invalid" if not line.text.endswith("]") else "Bad characters in"
-                consequence = (
-                    "systemd reads no further in this drop-in"
-                    if is_dropin
-                    else 'systemd refuses to load the unit ("Bad message")'
-                )
-                unit.problems.append(
-                    ParseProblem(
-                        "section-header",
-                        f"{what} section header '{line.text}': {consequence}",
-                        line.span(),
-                        path,
-                    )
-                )
+        eq = stripped.find("=")
+        if stripped[0] != "[" and section is not None and eq > 0:  # an assignment: most lines
+            key, value = _key_and_value(raw, origins, raw.find("="))
+            unit.assignments.append(Assignment(section, key, value, path, first_line))
+            continue
+        line = Traced(raw, origins).strip()
+        if stripped[0] == "[":
+            section = _section_header(line, path, is_dropin, unit)
+            if section is None:
                 # parse_line() returns -EBADMSG and config_parse() stops reading the file.
                 break
-            section = name
-            unit.headers.append(SectionHeader(section, line.span(), path))
-            continue
-        if section is None:
+        elif section is None:
             unit.problems.append(
                 ParseProblem(
-                    "outside-section",
-                    "Assignment outside of section, ignoring",
-                    line.span(),
-                    path,
+                    "outside-section", "Assignment outside of section, ignoring", line.span(), path
                 )
             )
-            continue
-        eq = line.text.find("=")
-        if eq < 0:
+        elif eq < 0:
             unit.problems.append(
                 ParseProblem("missing-equals", "Missing '=', ignoring line", line.span(), path)
             )
-            continue
-        if eq == 0:
+        else:
             unit.problems.append(
                 ParseProblem(
                     "missing-key", "Missing key name before '=', ignoring line", line.span(), path
                 )
             )
-            continue
-        key, value = _key_and_value(line, eq)
-        unit.assignments.append(Assignment(section, key, value, path, first_line))
     unit._by_key = None
     return unit
 
 
-def _key_and_value(line: Traced, eq: int) -> tuple[Traced, Traced]:
-    """`line[:eq].strip()` and `line[eq + 1 :].strip()` of a stripped line (so the key can
-    only end in blanks, the value only start with them). A line from one physical line, the
-    common case, is cut without slicing: this runs for every assignment."""
-    text, origins = line.text, line.origins
-    key_stop = len(text[:eq].rstrip(WHITESPACE))
-    value_start = len(text) - len(text[eq + 1 :].lstrip(WHITESPACE))
-    if type(origins) is not LineOrigins or value_start == len(text):
-        return line[:key_stop], line[value_start:]
+def _section_header(line: Traced, path: str, is_dropin: bool, unit: UnitFile) -> str | None:
+    """Note the `[Section]` header `line` in `unit` and return its name; None for an invalid
+    one (noted as a problem)."""
+    name = line.text[1:-1]
+    if line.text.endswith("]") and string_is_safe(name):
+        unit.headers.append(SectionHeader(name, line.span(), path))
+        return name
+    what = "Invalid" if not line.text.endswith("]") else "Bad characters in"
+    consequence = (
+        "systemd reads no further in this drop-in"
+        if is_dropin
+        else 'systemd refuses to load the unit ("Bad message")'
+    )
+    unit.problems.append(
+        ParseProblem(
+            "section-header",
+            f"{what} section header '{line.text}': {consequence}",
+            line.span(),
+            path,
+        )
+    )
+    return None
+
+
+def _key_and_value(raw: str, origins: Sequence[Pos], eq: int) -> tuple[Traced, Traced]:
+    """The key and the value of the logical line `raw` split at its first `=` (`eq`), both
+    stripped. A line from one physical line, the common case, is cut without slicing: this
+    runs for every assignment."""
+    start = len(raw) - len(raw.lstrip(WHITESPACE))
+    key_stop = len(raw[:eq].rstrip(WHITESPACE))
+    stop = len(raw.rstrip(WHITESPACE))
+    value_start = stop - len(raw[eq + 1 : stop].lstrip(WHITESPACE))
+    if type(origins) is not LineOrigins or value_start == stop:
+        # Continuation lines, or an empty value (anchored at the `=`): slice the stripped line.
+        line = Traced(raw, origins).strip()
+        return line[: key_stop - start], line[value_start - start :]
     row, column = origins.line, origins.start
-    key = Traced(text[:key_stop], LineOrigins(row, column, key_stop))
-    size = len(text) - value_start
-    return key, Traced(text[value_start:], LineOrigins(row, column + value_start, size))
+    key = Traced(raw[start:key_stop], LineOrigins(row, column + start, key_stop - start))
+    size = stop - value_start
+    return key, Traced(raw[value_start:stop], LineOrigins(row, column + value_start, size))
 
 
 def string_is_safe(text: str) -> bool:
