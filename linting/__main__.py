@@ -1,7 +1,5 @@
 """`python -m linting` runs the lintunits command line."""
 
-import sys
+from linting.cli import run_and_exit
 
-from linting.cli import main
-
-sys.exit(main())
+run_and_exit()

@@ -11,7 +11,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from linting.config import ConfigError, load_config
 from linting.engine import lint_paths
@@ -320,13 +320,29 @@ def _input_errors_to_stderr(report: Report, fmt: str, prog: str, stderr: TextIO)
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr)
+        sys.stdout.flush()
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return EXIT_OK
-    sys.stdout.flush()
     return code
 
 
+def run_and_exit() -> NoReturn:
+    """The `lintunits` command: `main()`, then out of the process without tearing the
+    interpreter down. A run keeps every unit, word and finding to the end, and freeing them
+    one by one at exit took ~40 ms after the report was written (1,000 units), in which
+    nothing else happens. As mypy does (mypy/util.py `hard_exit`): flush both streams, then
+    `os._exit`. Nothing is left to clean: the run has closed ShellCheck's threads and temp
+    directory, and the disk cache commits each batch as it comes."""
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # the reader went away (`lintunits … | head`)
+        pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run_and_exit()

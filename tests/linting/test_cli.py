@@ -348,3 +348,62 @@ def test_the_garbage_collector_comes_back_after_a_failed_run(
     with pytest.raises(RuntimeError):
         lint(str(units / "good.service"))
     assert gc.isenabled()
+
+
+# -- leaving the process ------------------------------------------------------------
+
+
+def command(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m linting ARGV`, as CI runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "linting", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def test_the_command_leaves_without_tearing_the_interpreter_down() -> None:
+    """After the report is written the process ends at once (os._exit, as mypy does): an
+    atexit handler, which a normal interpreter exit would run, never runs."""
+    script = (
+        "import atexit, sys; atexit.register(print, 'torn down'); "
+        "sys.argv = ['lintunits', '--list-rules']; "
+        "from linting.cli import run_and_exit; run_and_exit()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "EX201" in done.stdout
+    assert "torn down" not in done.stdout
+
+
+def test_a_large_report_is_written_whole_with_its_exit_code_and_nothing_left_behind(
+    tmp_path: Path,
+) -> None:
+    units = tmp_path / "units"
+    units.mkdir()
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    for i in range(120):
+        (units / f"u{i:03d}.service").write_text(
+            f"[Service]\nExecStart=/bin/bash -c 'echo $$foo{i}'\n", encoding="utf-8"
+        )
+    done = command(
+        "--format", "json", "--fail-on", "warning", str(units),
+        env={"TMPDIR": str(scratch), "LINTUNITS_CACHE_DIR": "off"},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)  # the whole document: every byte was flushed
+    assert len(report["files"]) == 120
+    assert sum(f["code"] == "SC2086" for fr in report["files"] for f in fr["findings"]) == 120
+    assert list(scratch.iterdir()) == []  # ShellCheck's temp files are gone
+
+
+def test_usage_errors_still_exit_two_from_the_command() -> None:
+    done = command("--no-such-option")
+    assert done.returncode == 2
+    assert "unrecognized arguments" in done.stderr
