@@ -143,6 +143,8 @@ def shared_gpu_memory(run: RunContext) -> Iterator[tuple[UnitContext, Hit]]:
     ExecStart=/opt/vllm/bin/vllm serve /models/b --port 8002
     ```
     """
+    if not run.options.same_host:
+        return  # no unit is said to share a machine with another (see above)
     servers = [item for unit in run.units for item in _servers(unit)]
     for a, others in _on_same_machine(servers):
         for b in others:
