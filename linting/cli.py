@@ -23,6 +23,7 @@ from linting.report import Report
 from linting.reporters import FORMATS, render
 from linting.rules.docs import explain, list_rules_json, list_rules_text
 from linting.rules.registry import all_rules
+from linting.shell import diskcache
 from linting.systemd.catalog import UnknownSystemdVersion, load_catalog
 from linting.vllm.catalog import UnknownVllmVersion, choose_catalog
 
@@ -333,9 +334,10 @@ def run_and_exit() -> NoReturn:
     interpreter down. A run keeps every unit, word and finding to the end, and freeing them
     one by one at exit took ~40 ms after the report was written (1,000 units), in which
     nothing else happens. As mypy does (mypy/util.py `hard_exit`): flush both streams, then
-    `os._exit`. Nothing is left to clean: the run has closed ShellCheck's threads and temp
-    directory, and the disk cache commits each batch as it comes."""
+    `os._exit`. The run has closed ShellCheck's threads and temp directory; the result
+    cache's connection is closed here, so SQLite leaves no write-ahead log behind."""
     code = main()
+    diskcache.close()
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -17,6 +17,7 @@ or full disk, a locked or damaged database) only costs the speed-up.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -92,3 +93,14 @@ def store(entries: dict[str, list]) -> None:
             connection.executemany("INSERT OR REPLACE INTO results VALUES (?, ?)", rows)
     except sqlite3.Error:
         return
+
+
+def close() -> None:
+    """Close this thread's connection. SQLite folds the write-ahead log into the database,
+    and removes it, only when the last connection closes: a process that leaves with
+    `os._exit` (the lintunits command) calls this first."""
+    cached = getattr(_local, "connection", None)
+    _local.connection = None
+    if cached is not None and cached[1] is not None:
+        with contextlib.suppress(sqlite3.Error):
+            cached[1].close()

@@ -407,3 +407,14 @@ def test_usage_errors_still_exit_two_from_the_command() -> None:
     done = command("--no-such-option")
     assert done.returncode == 2
     assert "unrecognized arguments" in done.stderr
+
+
+def test_the_command_leaves_only_the_cache_database_behind(tmp_path: Path) -> None:
+    """Leaving with os._exit must not leave SQLite's write-ahead log beside the cache: the
+    connection is closed (and the log folded in) before the process ends."""
+    unit = tmp_path / "u.service"
+    unit.write_text("[Service]\nExecStart=/bin/bash -c 'echo $$foo'\n", encoding="utf-8")
+    cache = tmp_path / "cache"
+    done = command("--format", "json", str(unit), env={"LINTUNITS_CACHE_DIR": str(cache)})
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in cache.iterdir()) == ["shellcheck.sqlite3"]

@@ -250,6 +250,13 @@ def test_ex207_home_specifier_as_a_host_address():
     assert lint("[Service]\nExecStart=/bin/ls %h\n", "EX207") == []
 
 
+@pytest.mark.parametrize("escaped", ["\\x25h", "\\045h", '"\\x25h"'])
+def test_a_home_specifier_written_as_an_escaped_percent_is_still_found(escaped: str) -> None:
+    # systemd unescapes the word before it resolves specifiers: `\x25h` is `%h`.
+    (f,) = lint(f"[Service]\nExecStart=/bin/x --ip={escaped}\n", "EX207")
+    assert f.message.startswith("`%h` is a home directory")
+
+
 def test_ex207_user_specifier_with_dynamic_user_runs_as_root():
     (f,) = lint("[Service]\nDynamicUser=yes\nUser=%u\nExecStart=/bin/id\n", "EX207")
     assert f.severity == Severity.ERROR and "runs as root" in f.message

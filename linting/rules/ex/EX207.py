@@ -63,8 +63,11 @@ def specifier_means_something_else(ctx: UnitContext) -> Iterator[Hit]:
 def _home_as_host(ctx: UnitContext) -> Iterator[Hit]:
     home = ctx.specifiers.get("h", "/root")
     for cmd in ctx.commands:
-        if "%" not in cmd.assignment.value.text:
-            continue  # no specifier anywhere in the line (the usual case): nothing to match
+        written = cmd.assignment.value.text
+        if "%" not in written and "\\" not in written:
+            # No specifier anywhere in the line (the usual case): a `%` is either written or
+            # comes from an escape (`\x25h` is `%h` once systemd unescapes the word).
+            continue
         argv = cmd.command.argv
         for index in range(1, len(argv)):
             option = argv[index - 1].text
