@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from deploys.jobs.steps import DeployContext, StepResult
+from deploys.jobs.benchmark import BenchmarkJob
+from deploys.jobs.recorder import Recorder
+from deploys.jobs.steps import StepResult
 from perf.bench_thread import run_beside_the_job
 from perf.models import Baseline, BenchPolicy, BenchRun
 from perf.reach import Endpoint, ServiceUnreachable, measured_endpoint
@@ -74,31 +76,33 @@ def _figures(run: BenchRun) -> dict[str, Any]:
     }
 
 
-def benchmark_step(ctx: DeployContext) -> StepResult:
+def benchmark_step(job: BenchmarkJob) -> StepResult:
+    ctx = job.ctx
     version = ctx.request.profile_version
     policy = policy_for(version.profile)
     if not policy.enabled:
         return StepResult.skipped("benchmarks are switched off for this profile")
-    if ctx.service is None:
+    if job.service is None:
         return StepResult.skipped("the unit runs no vLLM server that could be measured")
     try:
-        with measured_endpoint(ctx.service, ctx.host, lambda: ctx.transport) as endpoint:
-            return _measure(ctx, policy, endpoint)
+        with measured_endpoint(job.service, ctx.host, lambda: ctx.transport) as endpoint:
+            return _measure(job, policy, endpoint)
     except ServiceUnreachable as exc:
         return StepResult.failed(f"benchmark: {exc}")
 
 
-def _measure(ctx: DeployContext, policy: BenchPolicy, endpoint: Endpoint) -> StepResult:
+def _measure(job: BenchmarkJob, policy: BenchPolicy, endpoint: Endpoint) -> StepResult:
     """Run servebench against `endpoint`, store the run, and judge it."""
-    assert ctx.service is not None
+    assert job.service is not None
+    ctx, rec = job.ctx, job.rec
     profile = ctx.request.profile_version.profile
     baseline = baseline_for(profile, ctx.host)
     settings = run_settings(
-        policy, baseline.run.settings if baseline else None, endpoint.url, ctx.service.api_key
+        policy, baseline.run.settings if baseline else None, endpoint.url, job.service.api_key
     )
-    _log_plan(ctx, settings, endpoint, baseline)
+    _log_plan(rec, settings, endpoint, baseline)
     try:
-        result = run_beside_the_job(settings, _progress_reporter(ctx), ctx.cancel_requested)
+        result = run_beside_the_job(settings, _progress_reporter(rec), ctx.cancel_requested)
     except BenchError as exc:
         return StepResult.failed(f"benchmark could not start: {exc}")
     run = record_run(
@@ -109,25 +113,25 @@ def _measure(ctx: DeployContext, policy: BenchPolicy, endpoint: Endpoint) -> Ste
         request=ctx.request,
         url=endpoint.label,
     )
-    ctx.log(
+    rec.log(
         f"measured: {run.output_tok_s or 0:.1f} tok/s, TTFT p50 {run.ttft_p50_ms or 0:.1f} ms, "
         f"TPOT p50 {run.tpot_p50_ms or 0:.2f} ms (run #{run.pk})"
     )
     if result.incomplete:
         return _incomplete(result, run)
     if baseline is None:
-        return _first_baseline(ctx, run)
-    return _judge(ctx, run, baseline, policy)
+        return _first_baseline(job, run)
+    return _judge(rec, run, baseline, policy)
 
 
 def _log_plan(
-    ctx: DeployContext, settings: RunSettings, endpoint: Endpoint, baseline: Baseline | None
+    rec: Recorder, settings: RunSettings, endpoint: Endpoint, baseline: Baseline | None
 ) -> None:
     where = endpoint.label
     if endpoint.forwarded:
         where = where.removesuffix(" (SSH port forward)")
         where += f" through an SSH port forward ({endpoint.url} in the worker)"
-    ctx.log(
+    rec.log(
         f"benchmark {where}: concurrency {settings.concurrency}, {settings.num_requests} "
         f"requests × {settings.max_tokens} tokens, {settings.repeats} repeats, prompts "
         f"{settings.prompts} (seed {settings.seed}); "
@@ -135,9 +139,9 @@ def _log_plan(
     )
 
 
-def _progress_reporter(ctx: DeployContext) -> Callable[[Progress], None]:
+def _progress_reporter(rec: Recorder) -> Callable[[Progress], None]:
     def progress(p: Progress) -> None:
-        ctx.progress(
+        rec.progress(
             f"benchmark: repeat {p.repeat + 1}/{p.repeats}, concurrency {p.concurrency}: "
             f"{p.done}/{p.total or '?'} requests"
         )
@@ -154,26 +158,24 @@ def _incomplete(result: BenchResult, run: BenchRun) -> StepResult:
     )
 
 
-def _first_baseline(ctx: DeployContext, run: BenchRun) -> StepResult:
+def _first_baseline(job: BenchmarkJob, run: BenchRun) -> StepResult:
     accept_baseline(
         run=run,
         actor=None,
-        reason=f"first benchmark of this profile on this host (deploy #{ctx.request.pk})",
+        reason=f"first benchmark of this profile on this host (deploy #{job.ctx.request.pk})",
     )
-    ctx.log(f"run #{run.pk} is the baseline of this profile on this host")
+    job.rec.log(f"run #{run.pk} is the baseline of this profile on this host")
     return StepResult.success(baseline="set", **_figures(run))
 
 
-def _judge(
-    ctx: DeployContext, run: BenchRun, baseline: Baseline, policy: BenchPolicy
-) -> StepResult:
+def _judge(rec: Recorder, run: BenchRun, baseline: Baseline, policy: BenchPolicy) -> StepResult:
     """The regression gate against the baseline: regressed asks for a rollback (policy)."""
     figures = _figures(run)
     verdict = compare_with_baseline(run, policy.threshold_pct)
     if verdict is None:  # cannot happen: the baseline exists and is an earlier run
         return StepResult.success(**figures)
     for reason in verdict.reasons:
-        ctx.log(reason)
+        rec.log(reason)
     figures |= {"baseline_run": baseline.run_id, "gate": verdict.verdict}
     if verdict.verdict == REGRESSED:
         record_regression(run, verdict, rollback=policy.rollback_on_regression)
@@ -184,5 +186,5 @@ def _judge(
             **figures,
         )
     if verdict.verdict == NOISY:
-        ctx.log("the repeats spread as widely as the change: not a regression; more repeats needed")
+        rec.log("the repeats spread as widely as the change: not a regression; more repeats needed")
     return StepResult.success(**figures)

@@ -3,7 +3,8 @@
 Empty in the restart pipeline; the benchmark issue fills `benchmark`. The contract the
 runner relies on:
 
-- it runs after readiness, with the new unit healthy: `benchmark(ctx) -> StepResult`;
+- it runs after readiness, with the new unit healthy: `benchmark(job) -> StepResult`, where
+  `job` is a `BenchmarkJob`;
 - `StepResult.success(**figures)`: keep the new unit;
 - `StepResult.skipped(reason)`: nothing to measure (what it returns today);
 - `StepResult.failed(reason, rollback=False)`: could not measure; the job fails, and the
@@ -11,11 +12,13 @@ runner relies on:
 - `StepResult.regressed(reason, **figures)`: slower than the baseline; the job fails and
   the previous unit is put back (when the profile allows rollbacks).
 
-What it may use: `ctx.service` (`deploys.jobs.service.VllmService`: `base_url` as seen
-from the host, `served_model_name`, `api_key`), `ctx.transport` (commands on the host),
-`ctx.host`, `ctx.request` (`request.profile_version.data` is the profile), and it reports
-with `ctx.log`, `ctx.read` and `ctx.progress`. A long measurement checks
-`ctx.cancel_requested()` between requests and returns early when it is True.
+What it may use: `job.service` (`deploys.jobs.service.VllmService`: `base_url` as seen
+from the host, `served_model_name`, `api_key`), and from the job's context `job.ctx`: its
+`transport` (commands on the host), `host`, `request` (`request.profile_version.data` is
+the profile). It reports with `job.rec.log`, `job.rec.read` and `job.rec.progress`. A long
+measurement checks `job.ctx.cancel_requested()` between requests and returns early when it
+is True. One argument, so what the pipeline hands the benchmark may grow (a trial's
+reference run) without changing the signature the `perf` app implements.
 
 The measurement itself lives in the `perf` app (results, baselines, policies), which
 depends on `deploys`, not the other way round: `perf` registers its step here when Django
@@ -25,10 +28,25 @@ loads it (`perf.apps.PerfConfig.ready`). Without it the step is skipped.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from deploys.jobs.steps import DeployContext, StepResult
+from deploys.jobs.context import JobContext
+from deploys.jobs.recorder import Recorder
+from deploys.jobs.service import VllmService
+from deploys.jobs.steps import StepResult
 
-BenchmarkStep = Callable[[DeployContext], StepResult]
+
+@dataclass(frozen=True)
+class BenchmarkJob:
+    """What the benchmark is given: the job's context, the step's recorder, and the vLLM
+    server to measure (None: the unit runs none)."""
+
+    ctx: JobContext
+    rec: Recorder
+    service: VllmService | None
+
+
+BenchmarkStep = Callable[[BenchmarkJob], StepResult]
 _implementation: BenchmarkStep | None = None
 
 
@@ -38,11 +56,11 @@ def register(step: BenchmarkStep | None) -> None:
     _implementation = step
 
 
-def benchmark(ctx: DeployContext) -> StepResult:
+def benchmark(job: BenchmarkJob) -> StepResult:
     """The benchmark hook (see the module docstring for its contract)."""
     if _implementation is None:
         return StepResult.skipped("no benchmark is installed (the perf app is not loaded)")
-    return _implementation(ctx)
+    return _implementation(job)
 
 
-__all__ = ["benchmark", "register"]
+__all__ = ["BenchmarkJob", "benchmark", "register"]

@@ -1,15 +1,27 @@
-"""Which steps a job runs, by request kind, and the rollback that follows a failure.
+"""Which steps a job runs, by request kind, and the rollback that follows a failure; what
+each step needs from the earlier ones and what it provides (`deploys.jobs.flow`).
 
 deploy / rollback-to-version: preflight → vLLM check → push → daemon-reload → stop →
 GPU-clean → start → journal check → readiness → benchmark (deploys only);
 restart: the same without push and daemon-reload; remove: preflight → stop → GPU-clean →
 remove. A failure once the unit file or the service was touched runs ROLLBACK (when the
 profile allows it): put the previous unit back, then — if the service ran before the job —
-the same stop → GPU-clean → start → journal → readiness path for it.
+the same stop → GPU-clean → start → journal → readiness path for it. The rollback starts
+from what preflight found and what push replaced (ROLLBACK_STARTS_FROM), nothing else.
 """
 
 from __future__ import annotations
 
+from deploys.jobs.flow import Guard, Results, Step, step
+from deploys.jobs.results import (
+    Found,
+    Preflighted,
+    Pushed,
+    Restored,
+    Started,
+    Stopped,
+    Watched,
+)
 from deploys.jobs.service_steps import (
     benchmark,
     gpu_clean,
@@ -19,83 +31,95 @@ from deploys.jobs.service_steps import (
     stop,
     vllm_check,
 )
-from deploys.jobs.steps import DeployContext, Step, StepResult, daemon_reload, preflight, push
+from deploys.jobs.steps import daemon_reload, preflight, push
 from deploys.jobs.unit_steps import remove_unit, restore_previous
 from deploys.models import DeployRequest
 
-Steps = tuple[tuple[str, Step], ...]
+Steps = tuple[Step, ...]
 Kind = DeployRequest.Kind
 
-RESTART_PATH: Steps = (
-    ("stop", stop),
-    ("gpu_clean", gpu_clean),
-    ("start", start),
-    ("journal_check", journal_check),
-    ("readiness", readiness),
-)
-DEPLOY: Steps = (
-    ("preflight", preflight),
-    ("vllm_check", vllm_check),
-    ("push", push),
-    ("daemon_reload", daemon_reload),
-    *RESTART_PATH,
-    ("benchmark", benchmark),
-)
+PREFLIGHT = step("preflight", preflight, provides=Preflighted)
+VLLM_CHECK = step("vllm_check", vllm_check, (Preflighted,))
+PUSH = step("push", push, provides=Pushed)
+DAEMON_RELOAD = step("daemon_reload", daemon_reload, (Pushed,))
+STOP = step("stop", stop, provides=Stopped)
+GPU_CLEAN = step("gpu_clean", gpu_clean, (Stopped,))
+START = step("start", start, provides=Started)
+JOURNAL_CHECK = step("journal_check", journal_check, (Started, Found), provides=Watched)
+READINESS = step("readiness", readiness, (Started, Watched, Found), provides=Watched)
+BENCHMARK = step("benchmark", benchmark, (Found,))
+RESTORE = step("restore", restore_previous, (Preflighted, Pushed), provides=Restored)
+REMOVE = step("remove", remove_unit)
+
+RESTART_PATH: Steps = (STOP, GPU_CLEAN, START, JOURNAL_CHECK, READINESS)
+DEPLOY: Steps = (PREFLIGHT, VLLM_CHECK, PUSH, DAEMON_RELOAD, *RESTART_PATH, BENCHMARK)
 PIPELINES: dict[str, Steps] = {
     Kind.DEPLOY: DEPLOY,
     Kind.ROLLBACK: DEPLOY,
-    Kind.RESTART: (("preflight", preflight), ("vllm_check", vllm_check), *RESTART_PATH),
-    Kind.REMOVE: (
-        ("preflight", preflight),
-        ("stop", stop),
-        ("gpu_clean", gpu_clean),
-        ("remove", remove_unit),
-    ),
+    Kind.RESTART: (PREFLIGHT, VLLM_CHECK, *RESTART_PATH),
+    Kind.REMOVE: (PREFLIGHT, STOP, GPU_CLEAN, REMOVE),
 }
 # Steps after which nothing on the host has changed yet: a job interrupted there may run
 # again from the start (deploys.jobs.runner).
 HOST_UNTOUCHED = frozenset({"", "host_lock", "preflight", "vllm_check"})
 
 
-def _if_restarting(step: Step) -> Step:
-    def wrapped(ctx: DeployContext) -> StepResult:
-        if not ctx.restart_previous:
-            return StepResult.skipped("the service did not run before this job: left stopped")
-        return step(ctx)
-
-    wrapped.__name__ = step.__name__
-    wrapped.__doc__ = step.__doc__
-    return wrapped
-
-
-def _unless_removed(step: Step) -> Step:
-    def wrapped(ctx: DeployContext) -> StepResult:
-        if ctx.unit_gone:
-            return StepResult.skipped("the new unit was removed: nothing left to stop")
-        return step(ctx)
-
-    wrapped.__name__ = step.__name__
-    wrapped.__doc__ = step.__doc__
-    return wrapped
+def _if_restarting(s: Step) -> Step:
+    return s.only_if(
+        Guard(
+            Restored,
+            lambda restored: restored.restart_previous,
+            "the service did not run before this job: left stopped",
+        )
+    )
 
 
+def _unless_removed(s: Step) -> Step:
+    return s.only_if(
+        Guard(
+            Restored,
+            lambda restored: not restored.unit_gone,
+            "the new unit was removed: nothing left to stop",
+        )
+    )
+
+
+# What the rollback takes from the phase that failed (what the service was, what push
+# replaced); the service steps of the rollback provide their own results.
+ROLLBACK_STARTS_FROM: tuple[type, ...] = (Preflighted, Pushed)
 ROLLBACK: Steps = (
-    ("restore", restore_previous),
-    ("stop", _unless_removed(stop)),
-    ("gpu_clean", _if_restarting(gpu_clean)),
-    ("start", _if_restarting(start)),
-    ("journal_check", _if_restarting(journal_check)),
-    ("readiness", _if_restarting(readiness)),
+    RESTORE,
+    _unless_removed(STOP),
+    _if_restarting(GPU_CLEAN),
+    _if_restarting(START),
+    _if_restarting(JOURNAL_CHECK),
+    _if_restarting(READINESS),
 )
 
+# Every pipeline and what it starts from: tests/deploys/test_pipeline_flow.py checks that
+# each need of each step is met by an earlier step. A new pipeline is added here.
+CHECKED: dict[str, tuple[Steps, tuple[type, ...]]] = {
+    **{f"{kind} request": (steps, ()) for kind, steps in PIPELINES.items()},
+    "rollback after a failure": (ROLLBACK, ROLLBACK_STARTS_FROM),
+}
 
-def can_roll_back(ctx: DeployContext) -> bool:
+
+def can_roll_back(kind: str, results: Results) -> bool:
     """Is there anything to put back: a deploy or rollback request that changed the unit
     file or stopped the service."""
-    if ctx.kind not in (Kind.DEPLOY, Kind.ROLLBACK):
+    if kind not in (Kind.DEPLOY, Kind.ROLLBACK):
         return False
-    changed = ctx.push_result is not None and ctx.push_result.changed
-    return changed or ctx.stop_attempted
+    pushed = results.latest(Pushed)
+    changed = pushed is not None and pushed.result.changed
+    return changed or results.has(Stopped)
 
 
-__all__ = ["HOST_UNTOUCHED", "PIPELINES", "ROLLBACK", "Steps", "can_roll_back"]
+__all__ = [
+    "CHECKED",
+    "HOST_UNTOUCHED",
+    "PIPELINES",
+    "ROLLBACK",
+    "ROLLBACK_STARTS_FROM",
+    "Steps",
+    "can_roll_back",
+]

@@ -14,7 +14,11 @@ from django.utils import timezone
 
 from audit.models import AuditKind
 from audit.services import record
-from deploys.jobs.steps import DeployContext, Outcome, Step, StepResult
+from deploys.jobs.context import JobContext
+from deploys.jobs.flow import Results, Step, call
+from deploys.jobs.recorder import Recorder
+from deploys.jobs.results import Stopped
+from deploys.jobs.steps import Outcome, StepResult
 from deploys.models import DeployRequest, JobStep
 from deploys.transports import TransportError
 from deploys.transports.records import CommandRecord, records_json
@@ -46,7 +50,7 @@ def _phase(phase: str) -> dict[str, str]:
     return {} if phase == JobStep.Phase.MAIN else {"phase": str(phase)}
 
 
-def take_records(ctx: DeployContext) -> list[CommandRecord]:
+def take_records(ctx: JobContext) -> list[CommandRecord]:
     transport = ctx.existing_transport
     return transport.command_log.take() if transport is not None else []
 
@@ -73,11 +77,10 @@ def progress_writer(step_id: int) -> Callable[[str], None]:
     return write
 
 
-def run_step(
-    ctx: DeployContext, name: str, step: Step, phase: str = JobStep.Phase.MAIN
-) -> StepResult:
-    """Run one step and record it."""
-    request = ctx.request
+def run_step(ctx: JobContext, step: Step, results: Results) -> StepResult:
+    """Run one step with the results it needs (`deploys.jobs.flow.call`), record it, and
+    keep what it provides in `results`."""
+    request, name, phase = ctx.request, step.name, ctx.phase
     with transaction.atomic():
         row = JobStep.objects.create(request=request, name=name, phase=phase)
         audit(
@@ -85,22 +88,22 @@ def run_step(
             request,
             {"request": request.pk, "step": name, **_phase(phase)},
         )
-    ctx.lines = []
-    ctx.reads = {}
-    ctx.on_progress = progress_writer(row.pk)
+    rec = Recorder(on_progress=progress_writer(row.pk))
     take_records(ctx)  # anything done between steps belongs to no step
+    # A step that raised once the service was (or may have been) stopped asks for the
+    # previous unit back, as its own failures there do.
     try:
-        result = step(ctx)
+        result = call(step, ctx, rec, results)
     except TransportError as exc:  # expected on real networks: a clear one-line reason
-        ctx.log(f"{type(exc).__name__}: {exc}")
-        result = StepResult.failed(f"{type(exc).__name__}: {exc}", rollback=ctx.stop_attempted)
+        rec.log(f"{type(exc).__name__}: {exc}")
+        result = StepResult.failed(f"{type(exc).__name__}: {exc}", rollback=results.has(Stopped))
     except Exception as exc:
-        ctx.log(traceback.format_exc())
+        rec.log(traceback.format_exc())
         result = StepResult.failed(
-            f"unexpected {type(exc).__name__}: {exc}", rollback=ctx.stop_attempted
+            f"unexpected {type(exc).__name__}: {exc}", rollback=results.has(Stopped)
         )
     if result.reason:
-        ctx.log(f"{result.outcome}: {result.reason}")
+        rec.log(f"{result.outcome}: {result.reason}")
     status = STEP_STATUS[result.outcome]
     payload: dict[str, Any] = {
         "request": request.pk,
@@ -115,10 +118,10 @@ def run_step(
         JobStep.objects.filter(pk=row.pk).update(
             status=status,
             finished_at=timezone.now(),
-            log="\n".join(ctx.lines),
+            log="\n".join(rec.lines),
             result={"outcome": str(result.outcome), "reason": result.reason, **result.data},
             commands=commands,
-            reads=ctx.reads,
+            reads=rec.reads,
             progress={},
         )
         kind = (
@@ -130,18 +133,18 @@ def run_step(
         if result.ok:
             label = name if phase == JobStep.Phase.MAIN else f"{phase}.{name}"
             DeployRequest.objects.filter(pk=request.pk).update(last_step=label)
-    ctx.on_progress = lambda message: None
     return result
 
 
-def skip(ctx: DeployContext, names: list[str], why: str, phase: str = JobStep.Phase.MAIN) -> None:
-    """Steps that did not run, so the job page shows the whole pipeline."""
+def skip(ctx: JobContext, names: list[str], why: str) -> None:
+    """Steps that did not run (in the context's phase), so the job page shows the whole
+    pipeline."""
     now = timezone.now()
     JobStep.objects.bulk_create(
         JobStep(
             request=ctx.request,
             name=name,
-            phase=phase,
+            phase=ctx.phase,
             status=JobStep.Status.SKIPPED,
             finished_at=now,
             log=f"not run: {why}",

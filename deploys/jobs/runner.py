@@ -10,17 +10,19 @@ from the start if nothing on the host had been touched yet, and otherwise marks 
 `interrupted` (never a blind re-run of a half-done restart). One job per host at a time
 is the host lease (`deploys.jobs.lease`), taken in the order the jobs asked for it.
 
-Steps are recorded by `deploys.jobs.recording`; which steps run is `deploys.jobs.pipelines`.
+Steps are recorded by `deploys.jobs.recording`; which steps run, and what each is given
+from the earlier ones, is `deploys.jobs.pipelines`.
 A cancel (`cancel_requested_at`, set by `deploys.services.deploy_requests`) is seen at the
 next step boundary, and by long waits, which return early.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -32,10 +34,21 @@ from django.utils import timezone
 
 from audit.models import AuditKind
 from deploys.connect import transport_for
+from deploys.jobs.context import JobContext, never_cancelled
+from deploys.jobs.flow import Results, Step, step
 from deploys.jobs.lease import HostBusy, HostLease, lease_seconds, wait_seconds
-from deploys.jobs.pipelines import HOST_UNTOUCHED, PIPELINES, ROLLBACK, Steps, can_roll_back
+from deploys.jobs.pipelines import (
+    HOST_UNTOUCHED,
+    PIPELINES,
+    ROLLBACK,
+    ROLLBACK_STARTS_FROM,
+    Steps,
+    can_roll_back,
+)
+from deploys.jobs.recorder import Recorder
 from deploys.jobs.recording import audit, run_step, skip
-from deploys.jobs.steps import DeployContext, Outcome, StepResult
+from deploys.jobs.results import Restored, Watched
+from deploys.jobs.steps import Outcome, StepResult
 from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.probe import probe_host
@@ -49,7 +62,7 @@ log = logging.getLogger(__name__)
 LOCK_STEP = "host_lock"
 CANCEL_POLL_S = 1.0
 Status = DeployRequest.Status
-_FINAL_KIND = {
+_FINAL_KIND: dict[str, str] = {
     Status.SUCCEEDED: AuditKind.DEPLOY_SUCCEEDED,
     Status.FAILED: AuditKind.DEPLOY_FAILED,
     Status.ROLLED_BACK: AuditKind.DEPLOY_ROLLED_BACK,
@@ -58,7 +71,7 @@ _FINAL_KIND = {
     Status.VOID: AuditKind.DEPLOY_VOIDED,
     Status.INTERRUPTED: AuditKind.DEPLOY_INTERRUPTED,
 }
-_DONE = {
+_DONE: dict[str, str] = {
     DeployRequest.Kind.DEPLOY: "deployed: the new unit is running and ready",
     DeployRequest.Kind.ROLLBACK: "rolled back to the earlier version: it is running and ready",
     DeployRequest.Kind.RESTART: "restarted: the unit is running and ready",
@@ -70,6 +83,15 @@ _DONE = {
 class JobOutcome:
     status: str
     reason: str
+
+
+@dataclass
+class _Job:
+    """One run of a request's job as the runner holds it: the context of the phase that
+    runs (the lease added once taken; the rollback's own copy), and that phase's results."""
+
+    ctx: JobContext
+    results: Results = field(default_factory=Results)
 
 
 def _connect(host: Host) -> Transport:
@@ -104,21 +126,21 @@ def _run(
     connect: Callable[[Host], Transport],
     lock_wait: float | None,
 ) -> str:
-    ctx = DeployContext(request=request, host=request.host, connect=connect)
-    ctx.cancel_requested = _cancel_checker(request.pk)
+    job = _Job(JobContext.open(request, connect, cancel_requested=_cancel_checker(request.pk)))
     try:
         try:
-            outcome = _run_claimed(ctx, steps or PIPELINES[request.kind], lock_wait)
+            outcome = _run_claimed(job, steps or PIPELINES[request.kind], lock_wait)
         except Exception as exc:  # a bug or a database failure between steps
             log.exception("deploy request #%s crashed", request.pk)
             outcome = JobOutcome(Status.FAILED, f"job crashed: {type(exc).__name__}: {exc}")
-        host_state = _host_state(ctx) if ctx.lease is not None and not ctx.lease.lost else ""
-        return _finish(ctx, outcome, host_state)
+        lease = job.ctx.lease
+        host_state = _host_state(job) if lease is not None and not lease.lost else ""
+        return _finish(job.ctx, outcome, host_state)
     finally:
-        _clean_up(ctx)
+        _clean_up(job.ctx)
 
 
-def _clean_up(ctx: DeployContext) -> None:
+def _clean_up(ctx: JobContext) -> None:
     """Close the connection and free the host, whatever happened (a lease we fail to
     release here still expires on its own)."""
     try:
@@ -170,20 +192,25 @@ def _cancel_checker(request_id: int) -> Callable[[], bool]:
     return cancelled
 
 
-def _run_claimed(ctx: DeployContext, steps: Steps, lock_wait: float | None) -> JobOutcome:
-    names = [name for name, _ in steps]
+def _run_claimed(job: _Job, steps: Steps, lock_wait: float | None) -> JobOutcome:
+    ctx = job.ctx
+    names = [s.name for s in steps]
     budget = _budget_problem(ctx, lock_wait)
     if budget:
         skip(ctx, [LOCK_STEP, *names], "the job could outlive the worker's time limit")
         return JobOutcome(Status.FAILED, budget)
-    lock = run_step(ctx, LOCK_STEP, lambda c: _take_lock(c, lock_wait))
+    lock = run_step(ctx, _lock_step(lock_wait), job.results)
+    lease = job.results.latest(HostLease)
+    if lease is not None:  # the steps run under the lease (and it is released at the end)
+        job.ctx = ctx = dataclasses.replace(ctx, lease=lease)
     if not lock.ok:
         skip(ctx, names, "an earlier step did not succeed")
         return JobOutcome(
             Status.CANCELLED if lock.outcome is Outcome.CANCELLED else Status.FAILED,
             f"{LOCK_STEP}: {lock.reason}",
         )
-    for index, (name, step) in enumerate(steps):
+    for index, current in enumerate(steps):
+        name = current.name
         rest = names[index + 1 :]
         if ctx.lease is not None and ctx.lease.lost:
             skip(ctx, names[index:], "the lock on the host was lost")
@@ -195,7 +222,7 @@ def _run_claimed(ctx: DeployContext, steps: Steps, lock_wait: float | None) -> J
         if ctx.cancel_requested():
             skip(ctx, names[index:], "the job was cancelled")
             return JobOutcome(Status.CANCELLED, _cancel_reason(ctx, f"before {name}"))
-        result = run_step(ctx, name, step)
+        result = run_step(ctx, current, job.results)
         if result.ok:
             continue
         skip(ctx, rest, "an earlier step did not succeed")
@@ -203,53 +230,64 @@ def _run_claimed(ctx: DeployContext, steps: Steps, lock_wait: float | None) -> J
             return JobOutcome(Status.VOID, f"{name}: {result.reason}")
         if result.outcome is Outcome.CANCELLED:
             return JobOutcome(Status.CANCELLED, _cancel_reason(ctx, f"during {name}"))
-        return _after_failure(ctx, name, result)
+        return _after_failure(job, name, result)
     return JobOutcome(Status.SUCCEEDED, _DONE[ctx.kind])
 
 
-def _after_failure(ctx: DeployContext, name: str, result: StepResult) -> JobOutcome:
+def _after_failure(job: _Job, name: str, result: StepResult) -> JobOutcome:
     """Roll back when the step asks for it, something was touched and the profile allows."""
     reason = f"{name}: {result.reason}"
-    if not (result.rollback and can_roll_back(ctx)):
+    if not (result.rollback and can_roll_back(job.ctx.kind, job.results)):
         return JobOutcome(Status.FAILED, reason)
-    if not ctx.pipeline.rollback:
+    if not job.ctx.policy.rollback:
         return JobOutcome(Status.FAILED, f"{reason}; rollback is switched off for this profile")
-    failed = _rollback(ctx)
+    failed = _rollback(job)
     if failed is None:
-        return JobOutcome(Status.ROLLED_BACK, f"{reason}; rolled back: {_rolled_back_to(ctx)}")
-    step, why = failed
+        return JobOutcome(
+            Status.ROLLED_BACK, f"{reason}; rolled back: {_rolled_back_to(job.results)}"
+        )
+    where, why = failed
     return JobOutcome(
-        Status.ROLLBACK_FAILED, f"{reason}; THE ROLLBACK FAILED too, at {step}: {why}"
+        Status.ROLLBACK_FAILED, f"{reason}; THE ROLLBACK FAILED too, at {where}: {why}"
     )
 
 
-def _rolled_back_to(ctx: DeployContext) -> str:
+def _healthy(results: Results) -> bool:
+    """Did the last watch of the phase see the server answer as ready."""
+    watched = results.latest(Watched)
+    return watched is not None and watched.healthy
+
+
+def _rolled_back_to(results: Results) -> str:
     """Where a successful rollback left the host, in words for the request's page."""
-    if ctx.unit_gone:
+    restored = results.latest(Restored)
+    if restored is not None and restored.unit_gone:
         return "the new unit was removed again (the host had none before)"
-    if ctx.healthy:
+    if _healthy(results):
         return "the previous unit is running and ready again"
     return "the previous unit is back in place" + (
-        "" if ctx.restart_previous else " (it did not run before the job)"
+        "" if restored is None or restored.restart_previous else " (it did not run before the job)"
     )
 
 
-def _rollback(ctx: DeployContext) -> tuple[str, str] | None:
-    """The ROLLBACK steps; None when they all succeeded, else (step, reason). A cancel
+def _rollback(job: _Job) -> tuple[str, str] | None:
+    """The ROLLBACK steps, in their own phase and from what the failed phase found
+    (ROLLBACK_STARTS_FROM); None when they all succeeded, else (step, reason). A cancel
     does not stop a rollback: it is the way back to a working host."""
-    ctx.phase = JobStep.Phase.ROLLBACK
-    ctx.cancel_requested = lambda: False
-    ctx.healthy = False
-    names = [name for name, _ in ROLLBACK]
-    for index, (name, step) in enumerate(ROLLBACK):
-        result = run_step(ctx, name, step, phase=JobStep.Phase.ROLLBACK)
+    job.ctx = ctx = dataclasses.replace(
+        job.ctx, phase=JobStep.Phase.ROLLBACK, cancel_requested=never_cancelled
+    )
+    job.results = job.results.carry(*ROLLBACK_STARTS_FROM)
+    names = [s.name for s in ROLLBACK]
+    for index, current in enumerate(ROLLBACK):
+        result = run_step(ctx, current, job.results)
         if not result.ok:
-            skip(ctx, names[index + 1 :], "the rollback stopped", phase=JobStep.Phase.ROLLBACK)
-            return name, result.reason
+            skip(ctx, names[index + 1 :], "the rollback stopped")
+            return current.name, result.reason
     return None
 
 
-def _cancel_reason(ctx: DeployContext, when: str) -> str:
+def _cancel_reason(ctx: JobContext, when: str) -> str:
     who = (
         DeployRequest.objects.filter(pk=ctx.request.pk)
         .values_list("cancel_requested_by__username", flat=True)
@@ -258,9 +296,14 @@ def _cancel_reason(ctx: DeployContext, when: str) -> str:
     return f"cancelled by {who or 'someone'} {when}"
 
 
-def _take_lock(ctx: DeployContext, wait: float | None) -> StepResult:
-    """Wait for the host's lease, in turn; a HostBusy is this step failing, not a crash."""
-    ctx.log(f"waiting for the lock on {ctx.host.name}")
+def _lock_step(wait: float | None) -> Step:
+    return step(LOCK_STEP, lambda ctx, rec: _take_lock(ctx, rec, wait), provides=HostLease)
+
+
+def _take_lock(ctx: JobContext, rec: Recorder, wait: float | None) -> StepResult:
+    """Wait for the host's lease, in turn, and provide it; a HostBusy is this step
+    failing, not a crash."""
+    rec.log(f"waiting for the lock on {ctx.host.name}")
     mine = JobStep.objects.filter(request=ctx.request, name=LOCK_STEP).order_by("-pk").first()
 
     def my_turn() -> bool:
@@ -279,7 +322,7 @@ def _take_lock(ctx: DeployContext, wait: float | None) -> StepResult:
         ).exists()
 
     try:
-        ctx.lease = HostLease.acquire(
+        lease = HostLease.acquire(
             ctx.host.pk,
             purpose=f"{ctx.request.get_kind_display().lower()} #{ctx.request.pk}",
             request_id=ctx.request.pk,
@@ -291,39 +334,41 @@ def _take_lock(ctx: DeployContext, wait: float | None) -> StepResult:
         return StepResult.failed(str(exc))
     except _Cancelled:
         return StepResult.cancelled("cancelled while waiting for the host")
-    ctx.lease.start_renewing()
-    if ctx.lease.took_over_from:
-        ctx.log(f"took over the expired lease of {ctx.lease.took_over_from}")
-    ctx.log(f"holding the lock as {ctx.lease.owner} (lease {ctx.lease.duration:g}s, renewed)")
-    return StepResult.success(owner=ctx.lease.owner, took_over_from=ctx.lease.took_over_from)
+    rec.provide(lease)
+    lease.start_renewing()
+    if lease.took_over_from:
+        rec.log(f"took over the expired lease of {lease.took_over_from}")
+    rec.log(f"holding the lock as {lease.owner} (lease {lease.duration:g}s, renewed)")
+    return StepResult.success(owner=lease.owner, took_over_from=lease.took_over_from)
 
 
 class _Cancelled(Exception):
     pass
 
 
-def _budget_problem(ctx: DeployContext, lock_wait: float | None) -> str:
+def _budget_problem(ctx: JobContext, lock_wait: float | None) -> str:
     """Why this job could outlive django-q2's `timeout` (it would be killed half-way), or ""."""
     timeout = (getattr(settings, "Q_CLUSTER", {}) or {}).get("timeout")
     if not timeout:
         return ""
-    passes = 2 if ctx.pipeline.rollback else 1
+    passes = 2 if ctx.policy.rollback else 1
     worst = (wait_seconds() if lock_wait is None else lock_wait) + passes * (
-        ctx.pipeline.worst_case_s()
+        ctx.policy.worst_case_s()
     )
     if worst <= timeout:
         return ""
     return (
         f"this job may take up to {worst:,.0f} s (lock wait, stop, GPU-clean, start, journal "
-        f"check and a readiness wait of {ctx.pipeline.ready_timeout_s:,.0f} s"
+        f"check and a readiness wait of {ctx.policy.ready_timeout_s:,.0f} s"
         + (", twice with the rollback" if passes == 2 else "")
         + f"), longer than the worker's time limit Q_TIMEOUT={timeout} s: raise Q_TIMEOUT "
         "and Q_RETRY, or lower the profile's deploy-job waits; nothing was done on the host"
     )
 
 
-def _host_state(ctx: DeployContext) -> str:
+def _host_state(job: _Job) -> str:
     """What the host runs now, read back: the unit's state and which text its file has."""
+    ctx = job.ctx
     transport = ctx.existing_transport
     if transport is None:
         return ""
@@ -347,11 +392,11 @@ def _host_state(ctx: DeployContext) -> str:
     active = f"{state.get('ActiveState', '?')} ({state.get('SubState', '?')})"
     if state.get("LoadState") == "not-found":
         return f"{ctx.unit} on {ctx.host.name}: not known to systemd; {which}"
-    ready = ", answering /health" if ctx.healthy else ""
+    ready = ", answering /health" if _healthy(job.results) else ""
     return f"{ctx.unit} on {ctx.host.name}: {active}{ready}; its file is {which}"
 
 
-def _finish(ctx: DeployContext, outcome: JobOutcome, host_state: str) -> str:
+def _finish(ctx: JobContext, outcome: JobOutcome, host_state: str) -> str:
     """running → the final status, audited, if the request is still `running`.
 
     It may not be: `fail_abandoned_deploys` marks interrupted a job whose lease it found

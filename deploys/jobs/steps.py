@@ -1,43 +1,43 @@
-"""The steps of a deploy job: plain functions `step(ctx) -> StepResult`, and what they share.
+"""The steps of a deploy job: plain functions `step(ctx, rec, *needs) -> StepResult`.
 
 They know nothing of django-q2, JobStep rows or the audit chain's bookkeeping of steps:
 the runner (`deploys.jobs.runner`) records every step and decides what happens next
-(`deploys.jobs.pipelines` lists the steps of each request kind). A step reports an
-expected refusal by returning `StepResult.void(...)` (the approval no longer describes
-reality) or `StepResult.failed(...)` (it could not be done); anything it raises is an
-unexpected failure, recorded the same way.
+(`deploys.jobs.pipelines` lists the steps of each request kind, with what each needs and
+provides; `deploys.jobs.flow` says how). A step reads the job's frozen context
+(`deploys.jobs.context`), writes its evidence to its recorder (`deploys.jobs.recorder`),
+is given the earlier steps' typed results it needs and provides its own
+(`deploys.jobs.results`). A step reports an expected refusal by returning
+`StepResult.void(...)` (the approval no longer describes reality) or
+`StepResult.failed(...)` (it could not be done); anything it raises is an unexpected
+failure, recorded the same way.
 
-This module: the shared context and results, preflight, push and daemon-reload. The
-service's own steps (stop, GPU-clean, start, journal, readiness) are in
-`deploys.jobs.service_steps`, the unit-file steps of rollbacks and removals in
-`deploys.jobs.unit_steps`.
+This module: the step outcome, preflight, push and daemon-reload. The service's own steps
+(stop, GPU-clean, start, journal, readiness) are in `deploys.jobs.service_steps`, the
+unit-file steps of rollbacks and removals in `deploys.jobs.unit_steps`.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import posixpath
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
 from audit.models import AuditKind
 from audit.services import record
 from deploys.approvals import approval_problems
-from deploys.jobs.gpu_clean import ServiceIdentity
-from deploys.jobs.lease import HostLease
-from deploys.jobs.policy import PipelinePolicy
+from deploys.jobs.context import JobContext
+from deploys.jobs.recorder import Recorder
+from deploys.jobs.results import Preflighted, Pushed
 from deploys.jobs.service import VllmService, vllm_service
-from deploys.models import DeployRequest, Host, PushedUnit
+from deploys.models import DeployRequest, PushedUnit
 from deploys.selectors import lint_versions
-from deploys.transports import Transport, TransportError, UnitPushError, push_unit
-from deploys.transports.push import DEFAULT_UNIT_DIR, PushResult, sha256_hex, verify_problems
+from deploys.transports import TransportError, UnitPushError, push_unit
+from deploys.transports.push import PushResult, sha256_hex, verify_problems
 from deploys.unit_policy import denied_unit_reason, overwrite_problems
 from linting.findings import Severity
 from linting.options import LintOptions
@@ -101,100 +101,6 @@ class StepResult:
         return cls(Outcome.CANCELLED, _clip(reason), data)
 
 
-@dataclass
-class DeployContext:
-    """Everything the steps share for one job: the request, the host, one transport
-    (one connection reused by every step), the lease, and what earlier steps produced."""
-
-    request: DeployRequest
-    host: Host
-    connect: Callable[[Host], Transport]
-    lease: HostLease | None = None
-    now: Callable[[], datetime] = timezone.now
-    unit_dir: str = DEFAULT_UNIT_DIR
-    lines: list[str] = field(default_factory=list)
-    reads: dict[str, Any] = field(default_factory=dict)
-    # Set by the runner: report progress of a long step (the live job page shows it),
-    # and ask whether someone cancelled the job (long waits return early then).
-    on_progress: Callable[[str], None] = lambda message: None
-    cancel_requested: Callable[[], bool] = lambda: False
-    # The vLLM server of the unit being run (set by preflight; `deploys.jobs.service`).
-    service: VllmService | None = None
-    # The profile's deploy-job settings (waits, thresholds, rollback on/off).
-    policy: PipelinePolicy | None = None
-    # The unit's environment as its profile renders it (for the vLLM check).
-    environment: dict[str, str] = field(default_factory=dict)
-    was_active: bool = False  # the service ran before this job (preflight)
-    phase: str = "main"  # "main", or "rollback" while the previous unit is put back
-    # What the service steps found and did, for the steps after them.
-    identity: ServiceIdentity | None = None
-    stop_attempted: bool = False
-    start_cursor: str = ""  # the journal position before the start
-    start_since: str = ""  # ... or the time, when the journal was empty
-    started_at: float = 0.0  # time.monotonic() of the start
-    restarts_at_start: int = 0
-    healthy: bool = False
-    journal_lines: list[str] = field(default_factory=list)
-    restart_previous: bool = True  # rollback: start the restored unit again
-    unit_gone: bool = False  # rollback of a brand-new unit: it was removed
-    push_result: PushResult | None = None
-    pushed_unit: PushedUnit | None = None
-    push_problems: str = ""  # systemd verification failed after the files moved
-    _transport: Transport | None = None
-
-    @property
-    def transport(self) -> Transport:
-        """Created on first use (so a host that cannot be reached fails a step, with a
-        JobStep saying why), then reused by every step: one connection per job."""
-        if self._transport is None:
-            self._transport = self.connect(self.host)
-        return self._transport
-
-    @property
-    def existing_transport(self) -> Transport | None:
-        """The transport if a step has connected, without connecting."""
-        return self._transport
-
-    def close(self) -> None:
-        if self._transport is not None:
-            self._transport.close()
-
-    @property
-    def unit(self) -> str:
-        return f"{self.request.unit_name}.service"
-
-    @property
-    def kind(self) -> str:
-        return self.request.kind
-
-    @property
-    def pipeline(self) -> PipelinePolicy:
-        """The profile's settings (defaults where the version predates them)."""
-        if self.policy is None:
-            self.policy = PipelinePolicy.from_profile_data(self.request.profile_version.data)
-        return self.policy
-
-    @property
-    def path(self) -> str:
-        return posixpath.join(self.unit_dir, self.unit)
-
-    def log(self, line: str) -> None:
-        """A line for the current step's JobStep.log (the runner resets it per step)."""
-        self.lines.append(line)
-
-    def read(self, name: str, value: Any) -> Any:
-        """Keep what the step read on the host (JSON) in its JobStep.reads; returns it."""
-        self.reads[name] = value
-        return value
-
-    def progress(self, message: str) -> None:
-        """Tell the live job page where a long step is ("loading weights, 12 min")."""
-        self.on_progress(message)
-
-
-Step = Callable[[DeployContext], StepResult]
-
-
 def _clip(text: str) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
@@ -207,7 +113,7 @@ def _error(exc: BaseException) -> str:
 # preflight
 
 
-def preflight(ctx: DeployContext) -> StepResult:
+def preflight(ctx: JobContext, rec: Recorder) -> StepResult:
     """Re-check, right before touching the host, everything the approval assumed.
 
     Between approval and execution time passes (a queue, a lock wait): the approval may
@@ -221,9 +127,9 @@ def preflight(ctx: DeployContext) -> StepResult:
     as_claimed.status = DeployRequest.Status.APPROVED
     problems = approval_problems(request=as_claimed, now=ctx.now())
     if problems:
-        ctx.log("approval re-check: " + "; ".join(problems))
+        rec.log("approval re-check: " + "; ".join(problems))
         return StepResult.void("approval no longer valid: " + "; ".join(problems))
-    ctx.log("approval re-check: still valid")
+    rec.log("approval re-check: still valid")
 
     text_sha = sha256_hex(request.unit_text.encode("utf-8"))
     if not (text_sha == request.unit_sha256 == request.approved_sha256):
@@ -233,30 +139,32 @@ def preflight(ctx: DeployContext) -> StepResult:
         )
 
     lint = None
+    service: VllmService | None = None
+    environment: dict[str, str] = {}
     if ctx.kind != DeployRequest.Kind.REMOVE:  # a unit being removed need not be right
-        lint = _lint_approved_text(ctx)
+        lint = _lint_approved_text(ctx, rec)
         if lint.errors:
             return StepResult.void(
                 f"the approved unit has lint errors for systemd {lint.systemd_version} / "
                 f"vLLM {lint.vllm_version} on {ctx.host.name}: " + "; ".join(lint.errors[:5]),
                 lint=lint.as_json(),
             )
-        ctx.environment = dict(environment_items(_unit_profile_data(ctx)))
+        environment = dict(environment_items(_unit_profile_data(ctx)))
         try:
-            ctx.service = vllm_service(lint.commands, ctx.environment)
-            ctx.log(
-                f"vLLM server: {ctx.service.style} {ctx.service.model!r} as "
-                f"{ctx.service.served_model_name!r} on {ctx.service.base_url} (from the host)"
+            service = vllm_service(lint.commands, environment)
+            rec.log(
+                f"vLLM server: {service.style} {service.model!r} as "
+                f"{service.served_model_name!r} on {service.base_url} (from the host)"
             )
         except ValueError as exc:
-            ctx.log(f"no vLLM server found in the unit ({exc}): readiness is the unit's state")
+            rec.log(f"no vLLM server found in the unit ({exc}): readiness is the unit's state")
 
     try:
         live = ctx.transport.read_file(ctx.path)
     except TransportError as exc:
         return StepResult.failed(f"cannot reach host {ctx.host.name}: {_error(exc)}")
     live_sha = "" if live is None else sha256_hex(live)
-    ctx.log(
+    rec.log(
         f"{ctx.path} on {ctx.host.name}: "
         + (f"sha256 {live_sha}" if live is not None else "absent")
     )
@@ -271,22 +179,23 @@ def preflight(ctx: DeployContext) -> StepResult:
     foreign = overwrite_problems(host=ctx.host, unit_name=request.unit_name, current=live)
     if foreign:
         return StepResult.void("; ".join(foreign), live_sha256=live_sha)
-    state = ctx.read(
+    state = rec.read(
         "unit_before",
         ctx.transport.unit_properties(ctx.unit, ("LoadState", "ActiveState", "SubState")),
     )
-    ctx.was_active = state.get("ActiveState") in ("active", "activating", "reloading")
-    ctx.log(f"{ctx.unit} before the job: {state.get('ActiveState')} ({state.get('SubState')})")
-    ctx.read("policy", ctx.pipeline.as_json())
+    was_active = state.get("ActiveState") in ("active", "activating", "reloading")
+    rec.log(f"{ctx.unit} before the job: {state.get('ActiveState')} ({state.get('SubState')})")
+    rec.read("policy", ctx.policy.as_json())
+    rec.provide(Preflighted(service, MappingProxyType(environment), was_active))
     return StepResult.success(
         sha256=text_sha,
         live_sha256=live_sha,
         lint=lint.as_json() if lint else None,
-        was_active=ctx.was_active,
+        was_active=was_active,
     )
 
 
-def _unit_profile_data(ctx: DeployContext) -> dict[str, Any]:
+def _unit_profile_data(ctx: JobContext) -> dict[str, Any]:
     """The profile data whose rendering is the request's unit text (a rollback's target
     push was made from an earlier version)."""
     target = ctx.request.rollback_to
@@ -314,7 +223,7 @@ class _LintOutcome:
         }
 
 
-def _lint_approved_text(ctx: DeployContext) -> _LintOutcome:
+def _lint_approved_text(ctx: JobContext, rec: Recorder) -> _LintOutcome:
     """Lint the exact stored text (not a re-rendering) for the host's versions, chosen the
     way the request page chose them (`deploys.selectors.lint_versions`)."""
     systemd_version, vllm_version, notes = lint_versions(
@@ -330,9 +239,9 @@ def _lint_approved_text(ctx: DeployContext) -> _LintOutcome:
         if f.severity >= Severity.ERROR
     ]
     for note in notes:
-        ctx.log(f"lint: {note}")
+        rec.log(f"lint: {note}")
     counts = report.counts()
-    ctx.log(f"lint for systemd {systemd_version} / vLLM {vllm_version}: {counts}")
+    rec.log(f"lint for systemd {systemd_version} / vLLM {vllm_version}: {counts}")
     commands = report.files[0].commands if report.files else []
     return _LintOutcome(systemd_version, vllm_version, errors, counts, notes, commands)
 
@@ -341,7 +250,7 @@ def _lint_approved_text(ctx: DeployContext) -> _LintOutcome:
 # push
 
 
-def push(ctx: DeployContext) -> StepResult:
+def push(ctx: JobContext, rec: Recorder) -> StepResult:
     """Atomically replace the unit (backup beside it), record what replaced what.
 
     `push_unit` refuses if the host's file is not the one the approver saw, and it runs
@@ -354,7 +263,8 @@ def push(ctx: DeployContext) -> StepResult:
         return StepResult.failed(f"push refused: {denied}")
     stale = ctx.transport.remove_stale_temp_files(ctx.path)
     if stale:
-        ctx.log("removed temp files of an interrupted earlier push: " + ", ".join(stale))
+        rec.log("removed temp files of an interrupted earlier push: " + ", ".join(stale))
+    problems = ""
     try:
         result = push_unit(
             ctx.transport,
@@ -369,28 +279,28 @@ def push(ctx: DeployContext) -> StepResult:
         # The files moved; systemd did not load the unit as expected. That is the
         # reload/verify outcome, reported by the next step; the push itself happened.
         result = exc.result
-        ctx.push_problems = str(exc)
-    ctx.push_result = result
-    ctx.pushed_unit = _record_push(ctx, result)
-    ctx.log(
+        problems = str(exc)
+    rec.provide(Pushed(result, problems))
+    pushed_unit = _record_push(ctx, result)
+    rec.log(
         f"wrote {result.path} (sha256 {result.sha256})"
         if result.changed
         else f"{result.path} already had this text (sha256 {result.sha256}); nothing written"
     )
     if result.backup_path:
-        ctx.log(f"previous unit kept as {result.backup_path} (sha256 {result.previous_sha256})")
+        rec.log(f"previous unit kept as {result.backup_path} (sha256 {result.previous_sha256})")
     return StepResult.success(
         path=result.path,
         sha256=result.sha256,
         changed=result.changed,
         previous_sha256=result.previous_sha256 or "",
         backup_path=result.backup_path or "",
-        pushed_unit=ctx.pushed_unit.pk,
+        pushed_unit=pushed_unit.pk,
         removed_temp_files=stale,
     )
 
 
-def _record_push(ctx: DeployContext, result: PushResult) -> PushedUnit:
+def _record_push(ctx: JobContext, result: PushResult) -> PushedUnit:
     """The pushed text and what it replaced, in the database and the audit chain at once."""
     request = ctx.request
     previous = result.previous.decode("utf-8", errors="replace") if result.previous else ""
@@ -428,7 +338,7 @@ def _record_push(ctx: DeployContext, result: PushResult) -> PushedUnit:
 # daemon-reload
 
 
-def daemon_reload(ctx: DeployContext) -> StepResult:
+def daemon_reload(ctx: JobContext, rec: Recorder, pushed: Pushed) -> StepResult:
     """Report the daemon-reload and what systemd loaded, as `push_unit` did them.
 
     `push_unit` reloads right after its last rename and reads `systemctl show` (LoadState,
@@ -436,13 +346,11 @@ def daemon_reload(ctx: DeployContext) -> StepResult:
     query again: it turns that outcome into its own step, failed when systemd did not load
     the unit as written. The service itself is not started, stopped or restarted.
     """
-    result = ctx.push_result
-    if result is None:
-        return StepResult.failed("nothing was pushed, so nothing was reloaded")
+    result = pushed.result
     props = result.properties
-    ctx.log("daemon-reload ran once, inside push_unit, right after the unit was renamed")
-    ctx.log("systemctl show: " + " ".join(f"{k}={v}" for k, v in sorted(props.items())))
-    problems = "; ".join(verify_problems(props, result.path)) or ctx.push_problems
+    rec.log("daemon-reload ran once, inside push_unit, right after the unit was renamed")
+    rec.log("systemctl show: " + " ".join(f"{k}={v}" for k, v in sorted(props.items())))
+    problems = "; ".join(verify_problems(props, result.path)) or pushed.problems
     if problems:
         backup = result.backup_path and f"; the previous unit is kept as {result.backup_path}"
         return StepResult.failed(
@@ -451,14 +359,12 @@ def daemon_reload(ctx: DeployContext) -> StepResult:
             rollback=True,
             properties=props,
         )
-    ctx.log("the running service is not touched by the reload; the next steps restart it")
+    rec.log("the running service is not touched by the reload; the next steps restart it")
     return StepResult.success(properties=props, reloaded_by="push_unit")
 
 
 __all__ = [
-    "DeployContext",
     "Outcome",
-    "Step",
     "StepResult",
     "daemon_reload",
     "preflight",

@@ -11,8 +11,11 @@ from django.db import transaction
 
 from audit.models import AuditKind
 from audit.services import record
+from deploys.jobs.context import JobContext
+from deploys.jobs.recorder import Recorder
+from deploys.jobs.results import Preflighted, Pushed, Restored
 from deploys.jobs.service import VllmService, vllm_service
-from deploys.jobs.steps import DeployContext, StepResult
+from deploys.jobs.steps import StepResult
 from deploys.models import PushedUnit
 from deploys.transports import UnitPushError, restore_backup
 from deploys.transports.push import BACKUP_SUFFIX, sha256_hex, verify_problems
@@ -23,7 +26,7 @@ STOP_S = 300.0
 
 
 def _record(
-    ctx: DeployContext, kind: str, text: str, previous: bytes | None, **extra: object
+    ctx: JobContext, kind: str, text: str, previous: bytes | None, **extra: object
 ) -> PushedUnit:
     request = ctx.request
     previous_text = previous.decode("utf-8", errors="replace") if previous else ""
@@ -56,20 +59,21 @@ def _record(
     return pushed
 
 
-def restore_previous(ctx: DeployContext) -> StepResult:
+def restore_previous(
+    ctx: JobContext, rec: Recorder, before: Preflighted, push: Pushed
+) -> StepResult:
     """Put back the unit this job replaced (its `.specadmin-prev` backup), reload and
     verify; a unit that was brand new is stopped and removed instead (nothing to go back
-    to). Decides whether the service steps after it run (`ctx.restart_previous`)."""
-    pushed = ctx.push_result
-    if pushed is None or not pushed.changed:
-        ctx.restart_previous = ctx.was_active
+    to). Decides whether the service steps after it run (`Restored.restart_previous`)."""
+    pushed = push.result
+    if not pushed.changed:
+        rec.provide(Restored(before.service, restart_previous=before.was_active, unit_gone=False))
         return StepResult.skipped(
             "this job did not change the unit file: "
-            + ("the same unit is started again" if ctx.was_active else "nothing to put back")
+            + ("the same unit is started again" if before.was_active else "nothing to put back")
         )
     if pushed.previous is None:
-        ctx.restart_previous = False
-        ctx.unit_gone = True
+        rec.provide(Restored(before.service, restart_previous=False, unit_gone=True))
         ctx.transport.systemctl("stop", "--", ctx.unit, check=False, timeout=STOP_S)
         ctx.transport.remove_file(ctx.path)
         ctx.transport.daemon_reload()
@@ -80,7 +84,7 @@ def restore_previous(ctx: DeployContext) -> StepResult:
             ctx.request.unit_text.encode("utf-8"),
             reason="rollback of a new unit",
         )
-        ctx.log(f"{ctx.unit} was new: stopped and removed, there is no previous unit")
+        rec.log(f"{ctx.unit} was new: stopped and removed, there is no previous unit")
         return StepResult.success(removed=ctx.path)
     try:
         restored = restore_backup(ctx.transport, ctx.unit, unit_dir=ctx.unit_dir)
@@ -99,16 +103,18 @@ def restore_previous(ctx: DeployContext) -> StepResult:
         return StepResult.failed(
             "the previous unit is back but systemd did not load it: " + "; ".join(problems)
         )
-    ctx.log(f"previous unit back in {ctx.path} (sha256 {restored.sha256}), systemd reloaded")
-    ctx.restart_previous = ctx.was_active
-    if ctx.restart_previous:
-        ctx.service = _service_of(ctx, previous_text)
+    rec.log(f"previous unit back in {ctx.path} (sha256 {restored.sha256}), systemd reloaded")
+    restart = before.was_active
+    service = before.service
+    if restart:
+        service = _service_of(ctx, previous_text)
     else:
-        ctx.log("the service did not run before this job: it is left stopped")
-    return StepResult.success(sha256=restored.sha256, restart=ctx.restart_previous)
+        rec.log("the service did not run before this job: it is left stopped")
+    rec.provide(Restored(service, restart_previous=restart, unit_gone=False))
+    return StepResult.success(sha256=restored.sha256, restart=restart)
 
 
-def _service_of(ctx: DeployContext, text: str) -> VllmService | None:
+def _service_of(ctx: JobContext, text: str) -> VllmService | None:
     """The vLLM server of the restored unit (its port or model may differ)."""
     options = dataclasses.replace(LintOptions(), shellcheck=False)
     report = lint_rendered(text, ctx.unit, ctx.unit, options)
@@ -119,22 +125,22 @@ def _service_of(ctx: DeployContext, text: str) -> VllmService | None:
         return None
 
 
-def remove_unit(ctx: DeployContext) -> StepResult:
+def remove_unit(ctx: JobContext, rec: Recorder) -> StepResult:
     """Disable, delete the unit file (and its backup), reload; systemd must no longer
     know the unit. The removed text stays in the database and the audit history."""
     disabled = ctx.transport.systemctl("disable", "--", ctx.unit, check=False, timeout=60)
-    ctx.log(f"systemctl disable {ctx.unit}: exit {disabled.exit_code}")
+    rec.log(f"systemctl disable {ctx.unit}: exit {disabled.exit_code}")
     previous = ctx.transport.read_file(ctx.path)
     removed = ctx.transport.remove_file(ctx.path)
     backup = ctx.transport.remove_file(ctx.path + BACKUP_SUFFIX)
     ctx.transport.daemon_reload()
-    state = ctx.read(
+    state = rec.read(
         "after_remove", ctx.transport.unit_properties(ctx.unit, ("LoadState", "FragmentPath"))
     )
     _record(ctx, AuditKind.UNIT_REMOVED, "", previous, backup_removed=backup)
     if state.get("LoadState") not in ("not-found", "masked") and state.get("FragmentPath"):
         return StepResult.failed(f"{ctx.unit} is still known to systemd after the removal: {state}")
-    ctx.log(
+    rec.log(
         f"removed {ctx.path}"
         + (" and its backup" if backup else "")
         + f"; systemd reloaded, {ctx.unit} is {state.get('LoadState')}"

@@ -20,7 +20,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
-from deploys.jobs import steps
+from deploys.jobs import pipelines
+from deploys.jobs.pipelines import Steps
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
 from deploys.transports.ssh import HostKeyInfo, SSHTransport, fingerprint_sha256, parse_pinned_key
@@ -227,14 +228,10 @@ def gpu_pids(host: TestHost) -> set[int]:
     return {int(p) for p in out.stdout.split()}
 
 
-def push_only() -> tuple[tuple[str, Any], ...]:
+def push_only() -> Steps:
     """The first steps of a deploy (preflight, push, daemon-reload), for tests about
     claiming, locking and pushing; the restart that follows is test_pipeline.py's."""
-    return (
-        ("preflight", steps.preflight),
-        ("push", steps.push),
-        ("daemon_reload", steps.daemon_reload),
-    )
+    return (pipelines.PREFLIGHT, pipelines.PUSH, pipelines.DAEMON_RELOAD)
 
 
 def step_rows(request: DeployRequest) -> list[tuple[str, str]]:

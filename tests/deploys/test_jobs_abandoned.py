@@ -11,9 +11,12 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from deploys.jobs import runner
+from deploys.jobs.context import JobContext
+from deploys.jobs.flow import step
 from deploys.jobs.lease import lease_seconds, wait_seconds
+from deploys.jobs.recorder import Recorder
 from deploys.jobs.runner import fail_abandoned_deploys
-from deploys.jobs.steps import DeployContext, StepResult
+from deploys.jobs.steps import StepResult
 from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host
 from tests.units.factories import baseline
@@ -91,13 +94,13 @@ def test_a_job_interrupted_as_abandoned_keeps_that_status_when_its_worker_finish
     request = running_request(started_ago=0, host=host)
     DeployRequest.objects.filter(pk=request.pk).update(status=DeployRequest.Status.APPROVED)
 
-    def stalled_then_swept(ctx: DeployContext) -> StepResult:
+    def stalled_then_swept(ctx: JobContext, rec: Recorder) -> StepResult:
         later = timezone.now() + timedelta(seconds=wait_seconds() + lease_seconds() + 60)
         HostLock.objects.filter(host=host).update(expires_at=timezone.now())
         assert fail_abandoned_deploys(now=later) == 1
         return StepResult.success()
 
-    status = runner.run_deploy(request.pk, steps=(("stall", stalled_then_swept),))
+    status = runner.run_deploy(request.pk, steps=(step("stall", stalled_then_swept),))
 
     request.refresh_from_db()
     assert status == request.status == DeployRequest.Status.INTERRUPTED

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from datetime import timedelta
@@ -12,8 +13,11 @@ from django.db import connections
 from django.utils import timezone
 
 from deploys.jobs import queue, runner
+from deploys.jobs.context import JobContext
+from deploys.jobs.flow import Step
 from deploys.jobs.lease import HostBusy, HostLease
-from deploys.jobs.steps import DeployContext, Step, StepResult
+from deploys.jobs.recorder import Recorder
+from deploys.jobs.steps import StepResult
 from deploys.locks import HostLock
 from deploys.models import Host, JobStep, PushedUnit
 from tests.deploys.helpers import (
@@ -125,13 +129,13 @@ def test_renewal_keeps_the_lease_alive(host_row: Host) -> None:
 # deploy jobs contending for one host (real SSH)
 
 
-def held_until_the_others_wait(name: str, others: list[int]) -> tuple[tuple[str, Step], ...]:
+def held_until_the_others_wait(name: str, others: list[int]) -> tuple[Step, ...]:
     """The real steps, with `name` held until every other request's job has begun waiting
     for the host (its host_lock step is recorded): the overlap under test is then certain,
     however busy the machine (a fixed sleep in the step only made it likely)."""
 
     def wrap(step: Step) -> Step:
-        def held(ctx: DeployContext) -> StepResult:
+        def held(ctx: JobContext, rec: Recorder, *needs: Any) -> StepResult:
             waiting = [pk for pk in others if pk != ctx.request.pk]
             wait_for(  # the bound only guards against a hang; the assertions say what failed
                 lambda: (
@@ -140,11 +144,11 @@ def held_until_the_others_wait(name: str, others: list[int]) -> tuple[tuple[str,
                 ),
                 timeout=60,
             )
-            return step(ctx)
+            return step.run(ctx, rec, *needs)
 
-        return held
+        return dataclasses.replace(step, run=held)
 
-    return tuple((n, wrap(s) if n == name else s) for n, s in STEPS)
+    return tuple(wrap(s) if s.name == name else s for s in STEPS)
 
 
 @pytest.mark.testhost
@@ -221,13 +225,13 @@ def test_job_that_lost_its_lease_stops_before_the_next_step(testhost: TestHost) 
     host = make_host(testhost)
     request = approved_request(host, *people)
 
-    def preflight_then_lose_the_lock(ctx: DeployContext) -> StepResult:
-        result = STEPS[0][1](ctx)
+    def preflight_then_lose_the_lock(ctx: JobContext, rec: Recorder) -> StepResult:
+        result = STEPS[0].run(ctx, rec)
         HostLock.objects.filter(host=host).update(owner="another-worker")
         assert ctx.lease is not None and ctx.lease.renew() is False
         return result
 
-    steps = (("preflight", preflight_then_lose_the_lock), *STEPS[1:])
+    steps = (dataclasses.replace(STEPS[0], run=preflight_then_lose_the_lock), *STEPS[1:])
     assert runner.run_deploy(request.pk, steps=steps) == "failed"
 
     request.refresh_from_db()

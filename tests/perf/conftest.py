@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
+from deploys.jobs.benchmark import BenchmarkJob
+from deploys.jobs.context import JobContext
+from deploys.jobs.recorder import Recorder
 from deploys.jobs.service import VllmService
-from deploys.jobs.steps import DeployContext
 from deploys.models import DeployRequest
 from perf.models import BenchPolicy
 from tests.bench.conftest import vllm_double  # noqa: F401 (fixture)
@@ -48,18 +50,18 @@ def small_policy(profile: ServiceProfile) -> BenchPolicy:  # noqa: F811 (fixture
 @pytest.fixture
 def deploy_ctx(
     make_request: Callable[..., DeployRequest],  # noqa: F811 (fixture)
-) -> Callable[[str], DeployContext]:
-    """`deploy_ctx(url)`: a job context for a fresh request whose service answers at url."""
+) -> Callable[[str], BenchmarkJob]:
+    """`deploy_ctx(url)`: what the benchmark step is given, for a fresh request whose
+    service answers at url."""
 
-    def make(url: str, **kwargs: Any) -> DeployContext:
+    def make(url: str, **kwargs: Any) -> BenchmarkJob:
         request = make_request()
         # the host lives on this machine: the worker reaches its services on loopback (the
         # deploy tests' host has a private address, which nothing here may connect to)
         request.host.address = "127.0.0.1"
         request.host.save(update_fields=["address"])
-        ctx = DeployContext(request=request, host=request.host, connect=_no_connection, **kwargs)
-        ctx.service = service_at(url)
-        return ctx
+        ctx = JobContext.open(request, _no_connection, **kwargs)
+        return BenchmarkJob(ctx, Recorder(), service_at(url))
 
     return make
 

@@ -20,8 +20,11 @@ from django.utils import timezone
 
 from deploys.connect import transport_for
 from deploys.jobs import benchmark as hook
+from deploys.jobs.benchmark import BenchmarkJob
+from deploys.jobs.context import JobContext
+from deploys.jobs.recorder import Recorder
 from deploys.jobs.service import VllmService
-from deploys.jobs.steps import DeployContext, Outcome
+from deploys.jobs.steps import Outcome
 from deploys.models import DeployRequest, Host
 from deploys.transports.records import FORWARD, CommandRecord
 from perf.models import BenchPolicy, BenchRun
@@ -86,24 +89,24 @@ def loopback_service(port: int) -> VllmService:
 @pytest.fixture
 def job(
     site: Host, make_request: Callable[..., DeployRequest], small_policy: BenchPolicy
-) -> Iterator[Callable[[int], DeployContext]]:
+) -> Iterator[Callable[[int], BenchmarkJob]]:
     """`job(port)`: the benchmark step's context for a deploy to the test host whose
     server listens on 127.0.0.1:port, connected with the job's real SSH transport."""
-    made: list[DeployContext] = []
+    made: list[BenchmarkJob] = []
 
-    def make(port: int) -> DeployContext:
-        ctx = DeployContext(request=make_request(host=site), host=site, connect=transport_for)
-        ctx.service = loopback_service(port)
-        made.append(ctx)
-        return ctx
+    def make(port: int) -> BenchmarkJob:
+        ctx = JobContext.open(make_request(host=site), transport_for)
+        bench = BenchmarkJob(ctx, Recorder(), loopback_service(port))
+        made.append(bench)
+        return bench
 
     yield make
-    for ctx in made:
-        ctx.close()
+    for bench in made:
+        bench.ctx.close()
 
 
-def forward_records(ctx: DeployContext) -> list[CommandRecord]:
-    transport = ctx.existing_transport
+def forward_records(bench: BenchmarkJob) -> list[CommandRecord]:
+    transport = bench.ctx.existing_transport
     assert transport is not None, "the step never connected to the host"
     return [r for r in transport.command_log.peek() if r.kind == FORWARD]
 
@@ -113,21 +116,21 @@ def forward_threads() -> list[str]:
 
 
 def test_the_benchmark_measures_a_loopback_only_server_through_an_ssh_port_forward(
-    job: Callable[[int], DeployContext], loopback_vllm: Callable[[], int]
+    job: Callable[[int], BenchmarkJob], loopback_vllm: Callable[[], int]
 ) -> None:
     port = loopback_vllm()
-    ctx = job(port)
-    result = hook.benchmark(ctx)
+    bench = job(port)
+    result = hook.benchmark(bench)
     assert result.outcome == Outcome.OK, result.reason
     run = BenchRun.objects.get(pk=result.data["bench_run"])
     assert not run.incomplete and run.output_tok_s
-    [record] = forward_records(ctx)
+    [record] = forward_records(bench)
     local_port = int(record.argv[1].split(":")[1])
     assert record.argv == ("-L", f"127.0.0.1:{local_port}:127.0.0.1:{port}")
     assert local_port != port
     assert record.exit_code == 0 and record.stdout_bytes > 0
     assert f"http://127.0.0.1:{port} on gpu-loop through an SSH port forward" in "\n".join(
-        ctx.lines
+        bench.rec.lines
     )
     assert run.url == f"http://127.0.0.1:{port} on gpu-loop (SSH port forward)"
     assert not forward_threads(), "the forward outlived the benchmark"
@@ -135,7 +138,7 @@ def test_the_benchmark_measures_a_loopback_only_server_through_an_ssh_port_forwa
 
 
 def test_a_loopback_server_that_is_down_fails_the_step_naming_host_address_and_what_to_do(
-    job: Callable[[int], DeployContext],
+    job: Callable[[int], BenchmarkJob],
 ) -> None:
     with refusing_port() as port:
         result = hook.benchmark(job(port))
@@ -150,7 +153,7 @@ def test_a_loopback_server_that_is_down_fails_the_step_naming_host_address_and_w
 
 
 def test_sshd_without_tcp_forwarding_fails_the_step_saying_how_to_allow_it(
-    testhost: TestHost, job: Callable[[int], DeployContext], loopback_vllm: Callable[[], int]
+    testhost: TestHost, job: Callable[[int], BenchmarkJob], loopback_vllm: Callable[[], int]
 ) -> None:
     port = loopback_vllm()
     testhost.write_file(NO_FORWARDING, "AllowTcpForwarding no\n")

@@ -16,7 +16,10 @@ import pytest
 
 from audit.models import AuditEvent
 from deploys.jobs import benchmark as hook
-from deploys.jobs.steps import DeployContext, Outcome
+from deploys.jobs.benchmark import BenchmarkJob
+from deploys.jobs.context import JobContext
+from deploys.jobs.recorder import Recorder
+from deploys.jobs.steps import Outcome
 from deploys.models import DeployRequest
 from perf.models import Baseline, BenchPolicy, BenchRun
 from perf.services import BASELINE_ACCEPTED
@@ -55,13 +58,12 @@ def test_the_ngram_variant_15_percent_slower_than_the_74_tok_s_baseline_regresse
     make_request: Callable[..., DeployRequest],
     small_policy: BenchPolicy,
 ) -> None:
-    def ctx() -> DeployContext:
+    def ctx() -> BenchmarkJob:
         request = make_request()
         request.host.address = "127.0.0.1"  # the test host shares this machine's loopback
         request.host.save(update_fields=["address"])
-        context = DeployContext(request=request, host=request.host, connect=lambda h: None)
-        context.service = service_at(f"http://127.0.0.1:{PORT}")
-        return context
+        context = JobContext.open(request, lambda h: None)
+        return BenchmarkJob(context, Recorder(), service_at(f"http://127.0.0.1:{PORT}"))
 
     try:
         _unit(testhost)

@@ -10,8 +10,10 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from deploys.jobs import benchmark as hook
+from deploys.jobs.benchmark import BenchmarkJob
+from deploys.jobs.recorder import Recorder
 from deploys.jobs.runner import _cancel_checker
-from deploys.jobs.steps import DeployContext, Outcome
+from deploys.jobs.steps import Outcome
 from deploys.models import DeployRequest, Host
 from perf.models import Baseline, BenchPolicy, BenchRun
 from perf.reach import needs_forward, worker_url
@@ -39,10 +41,11 @@ def test_the_perf_app_installs_its_step_into_the_pipelines_hook() -> None:
 
 
 def test_the_first_measurement_becomes_the_baseline_and_says_so_in_the_history(
-    vllm_double: StartDouble, deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
+    vllm_double: StartDouble, deploy_ctx: Callable[..., BenchmarkJob], small_policy: BenchPolicy
 ) -> None:
-    ctx = deploy_ctx(vllm_double(*SEED))
-    result = hook.benchmark(ctx)
+    job = deploy_ctx(vllm_double(*SEED))
+    ctx = job.ctx
+    result = hook.benchmark(job)
     assert result.outcome == Outcome.OK, result.reason
     assert result.data["baseline"] == "set"
     run = BenchRun.objects.get(pk=result.data["bench_run"])
@@ -63,7 +66,7 @@ def test_the_first_measurement_becomes_the_baseline_and_says_so_in_the_history(
 
 
 def test_the_seeds_ngram_variant_15_percent_slower_is_a_regression_that_asks_for_rollback(
-    vllm_double: StartDouble, deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
+    vllm_double: StartDouble, deploy_ctx: Callable[..., BenchmarkJob], small_policy: BenchPolicy
 ) -> None:
     assert hook.benchmark(deploy_ctx(vllm_double(*SEED))).ok
     result = hook.benchmark(deploy_ctx(vllm_double(*NGRAM_15_SLOWER)))
@@ -87,7 +90,7 @@ def test_the_seeds_ngram_variant_15_percent_slower_is_a_regression_that_asks_for
 
 
 def test_a_profile_without_automatic_rollback_still_ends_regressed_but_keeps_the_unit(
-    vllm_double: StartDouble, deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
+    vllm_double: StartDouble, deploy_ctx: Callable[..., BenchmarkJob], small_policy: BenchPolicy
 ) -> None:
     small_policy.rollback_on_regression = False
     small_policy.save()
@@ -97,7 +100,7 @@ def test_a_profile_without_automatic_rollback_still_ends_regressed_but_keeps_the
 
 
 def test_the_same_speed_again_passes_with_the_baselines_settings(
-    vllm_double: StartDouble, deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
+    vllm_double: StartDouble, deploy_ctx: Callable[..., BenchmarkJob], small_policy: BenchPolicy
 ) -> None:
     # The same double twice: only this machine's noise differs between the runs, and on a
     # loaded machine that alone moves the 60 ms TTFT by ±10% — past the default 5% threshold,
@@ -121,33 +124,35 @@ def test_the_same_speed_again_passes_with_the_baselines_settings(
 
 def test_the_benchmark_runs_in_a_real_worker_where_the_database_is_refused_inside_event_loops(
     vllm_double: StartDouble,
-    deploy_ctx: Callable[..., DeployContext],
+    deploy_ctx: Callable[..., BenchmarkJob],
     small_policy: BenchPolicy,
 ) -> None:
     # A qcluster worker refuses ORM calls from async contexts, and so does this test session
     # (tests/test_browser_plugin.py); the job's cancel check and progress both use the database.
-    ctx = deploy_ctx(vllm_double(*SEED))
-    ctx.cancel_requested = _cancel_checker(ctx.request.pk)
-    ctx.on_progress = lambda message: Host.objects.filter(pk=ctx.host.pk).exists() and None
-    result = hook.benchmark(ctx)
+    job = deploy_ctx(vllm_double(*SEED))
+    ctx = replace(job.ctx, cancel_requested=_cancel_checker(job.ctx.request.pk))
+    rec = Recorder(
+        on_progress=lambda message: Host.objects.filter(pk=ctx.host.pk).exists() and None
+    )
+    result = hook.benchmark(BenchmarkJob(ctx, rec, job.service))
     assert result.outcome == Outcome.OK, result.reason
 
 
 def test_a_cancel_asked_for_during_the_benchmark_stops_it(
     vllm_double: StartDouble,
-    deploy_ctx: Callable[..., DeployContext],
+    deploy_ctx: Callable[..., BenchmarkJob],
     small_policy: BenchPolicy,
 ) -> None:
-    ctx = deploy_ctx(vllm_double(*SEED))
-    DeployRequest.objects.filter(pk=ctx.request.pk).update(cancel_requested_at=timezone.now())
-    ctx.cancel_requested = _cancel_checker(ctx.request.pk)
-    result = hook.benchmark(ctx)
+    job = deploy_ctx(vllm_double(*SEED))
+    DeployRequest.objects.filter(pk=job.ctx.request.pk).update(cancel_requested_at=timezone.now())
+    ctx = replace(job.ctx, cancel_requested=_cancel_checker(job.ctx.request.pk))
+    result = hook.benchmark(replace(job, ctx=ctx))
     assert result.outcome == Outcome.FAILED
     assert "cancel" in result.reason
 
 
 def test_an_incomplete_measurement_fails_the_step_without_a_rollback(
-    vllm_double: StartDouble, deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
+    vllm_double: StartDouble, deploy_ctx: Callable[..., BenchmarkJob], small_policy: BenchPolicy
 ) -> None:
     url = vllm_double(*SEED, "--stream-fault", "http_500", "--stream-fault-after", "3")
     result = hook.benchmark(deploy_ctx(url))
@@ -158,7 +163,7 @@ def test_an_incomplete_measurement_fails_the_step_without_a_rollback(
 
 
 def test_a_server_that_cannot_be_reached_fails_the_step_with_the_reason(
-    deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
+    deploy_ctx: Callable[..., BenchmarkJob], small_policy: BenchPolicy
 ) -> None:
     result = hook.benchmark(deploy_ctx("http://127.0.0.1:9"))
     assert result.outcome == Outcome.FAILED
@@ -166,7 +171,7 @@ def test_a_server_that_cannot_be_reached_fails_the_step_with_the_reason(
 
 
 def test_switched_off_benchmarks_are_skipped(
-    deploy_ctx: Callable[..., DeployContext], small_policy: BenchPolicy
+    deploy_ctx: Callable[..., BenchmarkJob], small_policy: BenchPolicy
 ) -> None:
     small_policy.enabled = False
     small_policy.save()
