@@ -47,6 +47,7 @@ WITH_SERVICES = PG_URL=$(PG_URL) REDIS_TEST_URL=$(REDIS_TEST_URL) ./scripts/with
 test: deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(call WITH_SERVICES,test-suites)
 
 test-postgres: deps
@@ -78,6 +79,7 @@ test-slow: testhost-257
 lint: deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: deps
 	$(BIN)/ruff format .

@@ -48,4 +48,5 @@ def run_beside_the_job(
             stop.set()
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["result"]
+    result: BenchResult = outcome["result"]
+    return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.db.models import QuerySet
@@ -29,7 +30,7 @@ def runs_for(profile: Any, host: Any) -> QuerySet[BenchRun]:
     )
 
 
-def profile_host_pairs() -> list[dict[str, Any]]:
+def profile_host_pairs() -> list[Mapping[str, Any]]:
     """Every (profile, host) with at least one run, for the results index."""
     return list(
         BenchRun.objects.values("profile_id", "profile__name", "host_id", "host__name")

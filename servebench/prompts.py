@@ -149,7 +149,7 @@ def load_jsonl(path: str | Path) -> list[Prompt]:
             continue
         try:
             item = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise PromptError(f"{path}:{number}: not JSON ({exc.msg})") from None
         prompts.append(_prompt_from_item(item, f"{path}:{number}"))
     if not prompts:

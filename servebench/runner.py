@@ -198,7 +198,8 @@ class _Run:
         if status != 200:
             raise BenchError(f"{self.s.url}/v1/models answered HTTP {status}: {body[:200]}")
         try:
-            return json.loads(body)["data"][0]["id"]
+            model: str = json.loads(body)["data"][0]["id"]
+            return model
         except (ValueError, KeyError, IndexError, TypeError):
             raise BenchError(f"{self.s.url}/v1/models lists no model: {body[:200]}") from None
 

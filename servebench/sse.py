@@ -65,8 +65,9 @@ def _event_data(block: bytes) -> dict[str, Any] | str | None:
         return DONE
     try:
         value = json.loads(raw)
-    except ValueError as exc:
-        raise MalformedStream(f"event data is not JSON ({exc.msg}): {_snippet(raw)}") from None
+    except ValueError as exc:  # JSONDecodeError, or UnicodeDecodeError for bytes not UTF-8
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise MalformedStream(f"event data is not JSON ({why}): {_snippet(raw)}") from None
     if not isinstance(value, dict):
         raise MalformedStream(f"event data is not a JSON object: {_snippet(raw)}")
     return value

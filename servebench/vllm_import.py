@@ -72,7 +72,8 @@ def from_vllm_dict(data: Any, source: str = "vllm result") -> BenchResult:
         )
         if key in data
     }
-    if isinstance(settings.get("request_rate"), float) and math.isinf(settings["request_rate"]):
+    rate = settings.get("request_rate")
+    if isinstance(rate, float) and math.isinf(rate):
         settings["request_rate"] = None  # JSON has no infinity
     return BenchResult(
         engine=ENGINE_VLLM,

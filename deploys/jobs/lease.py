@@ -23,6 +23,7 @@ from types import TracebackType
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import DateTimeField, ExpressionWrapper, Q
+from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Now
 
 from deploys.locks import HostLock
@@ -53,7 +54,7 @@ class HostBusy(Exception):
     """Another job held the host for longer than we were willing to wait."""
 
 
-def _db_now_plus(seconds: float) -> ExpressionWrapper:
+def _db_now_plus(seconds: float) -> ExpressionWrapper[CombinedExpression]:
     return ExpressionWrapper(Now() + timedelta(seconds=seconds), output_field=DateTimeField())
 
 
@@ -109,7 +110,7 @@ class HostLease:
             )
         if claimed != 1:
             return None
-        previous = (before or {}).get("owner") or ""
+        previous = (before["owner"] or "") if before else ""
         if previous:
             log.warning("host #%s: took over the expired lease of %s", host_id, previous)
         return cls(host_id, owner, duration, previous)

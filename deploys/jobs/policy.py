@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import Field
+
 from deploys.jobs.gpu_clean import CleanPolicy
 from units.models import ServiceProfile
 
@@ -21,7 +23,9 @@ START_COMMAND_S = 60.0  # `systemctl start --no-block` only queues the job
 
 
 def _default(name: str) -> Any:
-    return ServiceProfile._meta.get_field(name).get_default()
+    field = ServiceProfile._meta.get_field(name)
+    assert isinstance(field, Field)  # a concrete field of the profile, not a relation
+    return field.get_default()
 
 
 @dataclass(frozen=True)

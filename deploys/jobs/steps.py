@@ -199,9 +199,11 @@ def _unit_profile_data(ctx: JobContext) -> dict[str, Any]:
     """The profile data whose rendering is the request's unit text (a rollback's target
     push was made from an earlier version)."""
     target = ctx.request.rollback_to
+    source = ctx.request
     if target is not None and target.request is not None:
-        return target.request.profile_version.data
-    return ctx.request.profile_version.data
+        source = target.request
+    data: dict[str, Any] = source.profile_version.data
+    return data
 
 
 @dataclass(frozen=True)

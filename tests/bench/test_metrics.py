@@ -82,6 +82,11 @@ def test_malformed_sse_says_what_arrived() -> None:
         SSEDecoder().feed(b"garbage\n\n")
 
 
+def test_event_data_that_is_not_utf8_is_a_malformed_stream_not_a_crash() -> None:
+    with pytest.raises(MalformedStream, match=r"not JSON .*can't decode byte 0xff"):
+        SSEDecoder().feed(b'data: {"text": "\xff"}\n\n')
+
+
 def test_spec_decode_delta_from_the_doubles_metrics() -> None:
     m = SpecMetrics()
     before = parse_spec_counters(render_metrics(m, "m", True, 3))

@@ -80,6 +80,7 @@ class Command(BaseCommand):
         to loopback, open in `stack` until the measurement ends)."""
         if ns.url is not None:
             return Endpoint(url=ns.url, label=ns.url)
+        assert host is not None  # handle() refuses a run with neither a URL nor a host
         try:
             service = deployed_service(profile, host)
             if ns.vllm_bench:
