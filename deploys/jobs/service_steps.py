@@ -72,9 +72,10 @@ def stop(ctx: DeployContext) -> StepResult:
     policy = ctx.pipeline
     ctx.identity = service_identity(ctx.transport, ctx.unit)
     ctx.read("service", ctx.identity.as_json())
+    visible = ctx.identity.visible_devices
     ctx.log(
         f"{ctx.unit}: {len(ctx.identity.processes)} process(es) in its tree, user "
-        f"{ctx.identity.user}, GPUs {ctx.identity.gpus or 'all'}"
+        f"{ctx.identity.user}, CUDA_VISIBLE_DEVICES={'unset' if visible is None else repr(visible)}"
     )
     ctx.stop_attempted = True
     try:

@@ -159,7 +159,7 @@ def test_another_users_gpu_process_is_never_killed_and_named(
     assert gpu_pids(clean_host) == {alice}, "alice's process is still there"
 
     # Not on a GPU the service uses: left alone, and the step succeeds.
-    only_01 = ServiceIdentity(unit="vllm-x.service", gpus=("0", "1"))
+    only_01 = ServiceIdentity(unit="vllm-x.service", visible_devices="0,1")
     report = clean_gpus(ssh, only_01, CleanPolicy(timeout_s=5), log=log.append)
     assert report.clean and report.kills == [], report.reason
     assert report.left_alone == [
@@ -201,7 +201,7 @@ def test_memory_that_never_frees_fails_the_step_naming_each_gpu(
     )
     try:
         report = clean_gpus(
-            ssh, ServiceIdentity(gpus=("3",)), CleanPolicy(timeout_s=3, threshold_mib=1000)
+            ssh, ServiceIdentity(visible_devices="3"), CleanPolicy(timeout_s=3, threshold_mib=1000)
         )
         assert not report.clean and report.polls >= 2
         assert report.reason == (
