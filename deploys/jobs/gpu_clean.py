@@ -10,7 +10,8 @@ over SSH: `Transport.gpu_status`), every compute process is attributed, and:
   signal is logged with PID, name, user, GPU and memory. "Of the service" means: in the
   unit's cgroup, or one of the service's processes seen before the stop (PID and start
   time), or a child of one, or one that escaped: the service's user, a vLLM process title
-  (`VLLM::EngineCore`, `vllm serve`), and no other unit's cgroup;
+  (`VLLM::EngineCore`, `vllm serve`), no other unit's cgroup, and on a GPU the service
+  uses (on other GPUs it may be another service's escaped worker, and is left alone);
 - anyone else's GPU process is never signalled unless the policy allows it; on a GPU the
   service needs it ends the step: "GPU 5 is held by PID 4242 (python, user alice, 38 GiB)"
   ("GPUs 0-7 are held by …" with the total of all of them);
@@ -59,6 +60,7 @@ MAX_POLL_S = 0.5
 VLLM_TITLE = re.compile(r"VLLM::|(^|[\s/])vllm(\s|$)|-m\s+vllm\.|vllm\.entrypoints")
 # Cgroups an escaped process ends up in (moved next to PID 1, or a host without systemd).
 ESCAPE_CGROUPS = ("/", "/init.scope")
+ESCAPED = "escaped the unit"
 UNIT_PROPERTIES = ("MainPID", "ControlGroup", "User", "Environment", "ActiveState")
 
 Log = Callable[[str], None]
@@ -211,7 +213,7 @@ def attribute(info: ProcessInfo | None, service: ServiceIdentity) -> tuple[bool,
     if info.user == service.user and VLLM_TITLE.search(info.title):
         if info.cgroup in ESCAPE_CGROUPS:
             where = f"cgroup {info.cgroup}" if service.unit else "no unit"
-            return True, f"escaped the unit: user {info.user}, vLLM title, {where}"
+            return True, f"{ESCAPED}: user {info.user}, vLLM title, {where}"
         return False, f"a vLLM process of user {info.user}, but in {info.cgroup}"
     return False, "not the service's"
 
@@ -364,19 +366,27 @@ class _Reading:
     needed_idx: set[int]
     found: list[GpuHolder]
 
+    def _ours(self, h: GpuHolder) -> bool:
+        """The service's: by cgroup, PID or parent for certain; one that only looks
+        escaped (user and vLLM title) only where it holds a GPU the service needs: on
+        other GPUs it may be another service's, whose unit let it escape."""
+        if not h.ours:
+            return False
+        return not h.why.startswith(ESCAPED) or bool(set(h.gpus) & self.needed_idx)
+
     @property
     def ours(self) -> list[GpuHolder]:
-        return [h for h in self.found if h.ours]
+        return [h for h in self.found if self._ours(h)]
 
     @property
     def blocking(self) -> list[GpuHolder]:
         """Other processes on a GPU the service needs."""
-        return [h for h in self.found if not h.ours and set(h.gpus) & self.needed_idx]
+        return [h for h in self.found if not self._ours(h) and set(h.gpus) & self.needed_idx]
 
     @property
     def elsewhere(self) -> list[GpuHolder]:
         """Other processes only on GPUs the service does not use."""
-        return [h for h in self.found if not h.ours and not set(h.gpus) & self.needed_idx]
+        return [h for h in self.found if not self._ours(h) and not set(h.gpus) & self.needed_idx]
 
     def victims(self, kill_foreign: bool) -> list[GpuHolder]:
         return self.ours + (self.blocking if kill_foreign else [])

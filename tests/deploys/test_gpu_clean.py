@@ -175,6 +175,31 @@ def test_another_users_gpu_process_is_never_killed_and_named(
     assert gpu_pids(clean_host) == set()
 
 
+def test_the_gpus_are_those_cuda_reads_in_cuda_visible_devices_or_every_gpu_and_why(
+    clean_host: TestHost, ssh: SSHTransport
+) -> None:
+    """`01` is GPU 1 to CUDA: GPU-clean once found no GPU for it and called the host clean
+    without looking (docs/architecture.md, "Operations")."""
+    alice = foreign_holder(clean_host, gpu=1, mib=2048)
+    unit = {"unit": "vllm-x.service", "cgroup": "/system.slice/vllm-x.service"}
+    log: list[str] = []
+    report = clean_gpus(ssh, ServiceIdentity(**unit, visible_devices="01"), log=log.append)
+    assert not report.clean and report.reason.startswith(f"GPU 1 is held by PID {alice}")
+    assert log[0] == "GPUs to check: CUDA_VISIBLE_DEVICES='01' selects GPU 1"
+    assert report.checked == "CUDA_VISIBLE_DEVICES='01' selects GPU 1"
+
+    mig = ServiceIdentity(**unit, visible_devices="MIG-4f1c2a3b-aaaa-bbbb-cccc-000000000000")
+    report = clean_gpus(ssh, mig, log=log.append)
+    assert not report.clean and report.reason.startswith(f"GPU 1 is held by PID {alice}")
+    assert "names a MIG device, not a whole GPU; checking every GPU" in report.checked
+
+    report = clean_gpus(ssh, ServiceIdentity(**unit, visible_devices="0,a,1"), log=log.append)
+    assert report.clean, report.reason  # CUDA stops at `a`: GPU 0 only
+    assert (
+        report.checked == "CUDA_VISIBLE_DEVICES='0,a,1' selects GPU 0 (CUDA stops reading at “a”)"
+    )
+
+
 def test_a_process_on_several_needed_gpus_is_named_with_all_of_them_and_its_total(
     clean_host: TestHost, ssh: SSHTransport
 ) -> None:
