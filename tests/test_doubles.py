@@ -347,6 +347,12 @@ def test_gpus_follow_cuda_visible_devices_and_tp(gpus: gpu_state.GpuConfig) -> N
         vllm_double.pick_gpus("0", 2, gpus)
     with pytest.raises(vllm_double.EngineConfigError, match="No CUDA GPUs"):
         vllm_double.pick_gpus("", 1, gpus)
+    # As CUDA reads the list (tests/doubles/cuda_visible.py): 01 is GPU 1, `0a` GPU 0.
+    assert vllm_double.pick_gpus("01,0a", 2, gpus) == [1, 0]
+    with pytest.raises(vllm_double.EngineConfigError, match="No CUDA GPUs"):
+        vllm_double.pick_gpus("2,02", 1, gpus)  # GPU 2 named twice: CUDA shows none
+    with pytest.raises(vllm_double.EngineConfigError, match="does not know how CUDA reads"):
+        vllm_double.pick_gpus("MIG-1", 1, gpus)
 
 
 def test_config_env_overrides_file(gpus: gpu_state.GpuConfig) -> None:
