@@ -192,7 +192,9 @@ def _scan(
             break
         if index in chosen:
             if named_by_uuid or index in by_uuid:
-                return _every(value, f"GPU {index} is named twice, by UUID and index")
+                return _every(
+                    value, f"GPU {index} is named twice, once by UUID (CUDA's answer not measured)"
+                )
             if count is None:
                 return _every(
                     value,

@@ -76,7 +76,7 @@ def test_leading_zeros_are_the_gpu_cuda_reads_not_none() -> None:
         ("0,MIG-GPU-48825cad/1/0", "names a MIG device"),
         ("GPU-deadbeef", "“GPU-deadbeef” matches no GPU of this host"),
         ("99999999999", "beyond 32 bits"),
-        ("GPU-48825cad,0", "GPU 0 is named twice, by UUID and index"),
+        ("GPU-48825cad,0", "GPU 0 is named twice, once by UUID"),
     ],
 )
 def test_what_cannot_be_mapped_checks_every_gpu_and_says_why(value: str, why: str) -> None:
