@@ -142,6 +142,43 @@ def test_list_and_errors_match_real_texts(gpus: gpu_state.GpuConfig, capsys: Any
     assert out == "No devices were found\n"
 
 
+# `nvidia-smi -i IDS --query-gpu=index --format=csv,noheader` on one H200 (nvidia-smi
+# 580.159.04): IDS → the GPUs listed, or the exit status. On 4 GPUs here; a GPU of the list
+# the host lacks is skipped, as `0,1` and `1,0` showed GPU 0 on the one-GPU host.
+SMI_IDS = {
+    "0": [0], "00": [0], " 0": [0], "0,0": [0], "0,9": [0], "9,0": [0], "1": [1], "01": [1],
+    "2,1": [1, 2], "0 ": 6, "0a": 6, "-1": 6, "9": 6, "": 255,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("ids", "listed"), sorted(SMI_IDS.items()))
+def test_gpus_selected_with_i_as_real_nvidia_smi_selects_them(
+    gpus: gpu_state.GpuConfig, capsys: Any, ids: str, listed: list[int] | int
+) -> None:
+    query = ["-i", ids, "--query-gpu=index", "--format=csv,noheader"]
+    if isinstance(listed, int):
+        out = run_smi(gpus, capsys, *query, rc=listed)
+        failed = "Failed to parse device string on command line"  # no newline
+        assert out == (failed if listed == 255 else "No devices were found\n")
+        return
+    assert run_smi(gpus, capsys, *query).split() == [str(i) for i in listed]
+
+
+def test_gpus_selected_with_i_by_whole_uuid_or_bus_id_but_not_a_uuid_prefix(
+    gpus: gpu_state.GpuConfig, capsys: Any
+) -> None:
+    query = ["--query-gpu=index", "--format=csv,noheader"]
+    by_uuid = f"{gpus.uuid(2)},0"
+    assert run_smi(gpus, capsys, "-i", by_uuid, *query).split() == ["0", "2"]
+    bus = run_smi(gpus, capsys, "-i", "3", "--query-gpu=pci.bus_id", "--format=csv,noheader")
+    assert run_smi(gpus, capsys, f"--id={bus.strip()}", *query) == "3\n"
+    run_smi(gpus, capsys, "-i", gpus.uuid(2)[:12], *query, rc=6)
+    gpu_state.register(gpus, 1, os.getpid(), 10)
+    apps = ["--query-compute-apps=pid", "--format=csv,noheader"]
+    assert run_smi(gpus, capsys, "-i", "0,2", *apps) == ""  # rc 0, nothing on them
+    assert run_smi(gpus, capsys, "-i", "0,1", *apps) == f"{os.getpid()}\n"
+
+
 # --------------------------------------------------------------------------------------
 # schedule and metrics
 
@@ -310,6 +347,12 @@ def test_gpus_follow_cuda_visible_devices_and_tp(gpus: gpu_state.GpuConfig) -> N
         vllm_double.pick_gpus("0", 2, gpus)
     with pytest.raises(vllm_double.EngineConfigError, match="No CUDA GPUs"):
         vllm_double.pick_gpus("", 1, gpus)
+    # As CUDA reads the list (tests/doubles/cuda_visible.py): 01 is GPU 1, `0a` GPU 0.
+    assert vllm_double.pick_gpus("01,0a", 2, gpus) == [1, 0]
+    with pytest.raises(vllm_double.EngineConfigError, match="No CUDA GPUs"):
+        vllm_double.pick_gpus("2,02", 1, gpus)  # GPU 2 named twice: CUDA shows none
+    with pytest.raises(vllm_double.EngineConfigError, match="does not know how CUDA reads"):
+        vllm_double.pick_gpus("MIG-1", 1, gpus)
 
 
 def test_config_env_overrides_file(gpus: gpu_state.GpuConfig) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.template.loader import get_template
 
-from units.gpu_free import BASH_MEMORY_FREE
+from units.gpu_free import BASH_MEMORY_FREE, wait_gpus
 from units.profile_data import normalize_profile_data
 from units.speculative import spec_config
 from units.templatetags.unitfile import spec_json
@@ -134,28 +134,33 @@ def gpu_wait_script(data: dict[str, Any]) -> str | None:
 
     What the seed's loop got wrong, fixed: it is bounded (`seq` iterations × `sleep`
     ≤ gpu_free_wait_sec, which validation keeps inside TimeoutStartSec=, fact 6); it looks
-    at every GPU (no `-i`, facts "Operational"); it requires what `units.gpu_free` calls
-    free (memory.used ≤ threshold on each GPU, no compute processes; the deploy job's
-    GPU-clean step judges the same way); a failing nvidia-smi counts as busy; on timeout it
-    says why, prints the GPU state and exits 1 so systemd does not start vLLM. Every `$`
-    reaches bash because `exec_word` writes it as `$$` (fact 5)."""
+    at the unit's own GPUs, all of them (`nvidia-smi -i` with every GPU of the profile's
+    list as CUDA reads it; no `-i`, every GPU, without a list or where `-i` cannot name
+    them: `units.gpu_free.wait_gpus`), so services on other GPUs do not hold it back; it
+    requires what `units.gpu_free` calls free (memory.used ≤ threshold on each GPU, no
+    compute processes; the deploy job's GPU-clean step judges the same way); a failing
+    nvidia-smi counts as busy; on timeout it says why, prints those GPUs' state and exits
+    1 so systemd does not start vLLM. Every `$` reaches bash because `exec_word` writes it
+    as `$$` (fact 5)."""
     if not data["gpu_free_wait"]:
         return None
     tries, interval = gpu_wait_iterations(data["gpu_free_wait_sec"])
     limit = data["gpu_free_threshold_mib"]
+    gpus = wait_gpus(data["gpu_devices"])
+    smi = f"nvidia-smi {gpus.option}"
     return (
         f"for _ in $(seq 1 {tries}); do "
-        "used=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits) && "
-        "apps=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader) && "
+        f"used=$({smi}--query-gpu=memory.used --format=csv,noheader,nounits) && "
+        f"apps=$({smi}--query-compute-apps=pid --format=csv,noheader) && "
         '[ -z "$apps" ] && busy=0 && '
         f"for mib in $used; do {BASH_MEMORY_FREE.format(threshold=limit)} 2>/dev/null "
         "|| busy=1; done && "
         '[ "$busy" = 0 ] && exit 0; '
         f"sleep {interval}; done; "
-        f'echo "GPUs not free after {tries * interval} s (memory.used above {limit} MiB '
-        'on some GPU, or compute processes running): not starting vLLM" >&2; '
-        "nvidia-smi --query-gpu=index,memory.used --format=csv >&2; "
-        "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv >&2; "
+        f'echo "{gpus.words} not free after {tries * interval} s (memory.used above {limit} '
+        'MiB on some GPU, or compute processes running): not starting vLLM" >&2; '
+        f"{smi}--query-gpu=index,memory.used --format=csv >&2; "
+        f"{smi}--query-compute-apps=pid,process_name,used_memory --format=csv >&2; "
         "exit 1"
     )
 

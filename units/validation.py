@@ -18,6 +18,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from linting.cuda import INT_LIMIT, devices, read_visible_devices
 from linting.systemd.catalog import available_versions as systemd_versions
 from linting.vllm.catalog import (
     UnknownVllmVersion,
@@ -366,7 +367,7 @@ class _Checker:
         if not self.ok("gpu_devices") or not text:
             return
         items = text.split(",")
-        seen: set[str] = set()
+        seen: set[int | str] = set()
         for item in items:
             if not item:
                 self.add("gpu_devices", "Remove the empty entry between commas.")
@@ -378,9 +379,17 @@ class _Checker:
                     "MIG-…): CUDA stops reading the list there and hides the rest.",
                 )
                 return
-            key = str(int(item)) if is_ascii_digits(item) else item.lower()
+            if is_ascii_digits(item) and (len(item.lstrip("0")) > 10 or int(item) >= INT_LIMIT):
+                self.add(
+                    "gpu_devices",
+                    f"GPU {item} is beyond 32 bits: CUDA keeps only those (4294967296 is GPU 0).",
+                )
+                return
+            named = devices(read_visible_devices(item))  # as CUDA reads it: 01 is GPU 1
+            key = named[0] if named else item.lower()  # a MIG device: as written
             if key in seen:
-                self.add("gpu_devices", f"GPU {item} is listed twice.")
+                why = ": CUDA then makes no GPU visible" if isinstance(key, int) else ""
+                self.add("gpu_devices", f"GPU {item} is listed twice{why}.")
                 return
             seen.add(key)
         tp = self.data["tensor_parallel_size"]

@@ -10,18 +10,21 @@ over SSH: `Transport.gpu_status`), every compute process is attributed, and:
   signal is logged with PID, name, user, GPU and memory. "Of the service" means: in the
   unit's cgroup, or one of the service's processes seen before the stop (PID and start
   time), or a child of one, or one that escaped: the service's user, a vLLM process title
-  (`VLLM::EngineCore`, `vllm serve`), and no other unit's cgroup;
+  (`VLLM::EngineCore`, `vllm serve`), no other unit's cgroup, and on a GPU the service
+  uses (on other GPUs it may be another service's escaped worker, and is left alone);
 - anyone else's GPU process is never signalled unless the policy allows it; on a GPU the
   service needs it ends the step: "GPU 5 is held by PID 4242 (python, user alice, 38 GiB)"
   ("GPUs 0-7 are held by …" with the total of all of them);
-- the step succeeds only when every GPU the service will use (CUDA_VISIBLE_DEVICES, all
-  when unset) is at or below the threshold with no compute process, read back after the
-  last process went away. Waits are event-driven: a host-side loop returns as soon as the
-  PIDs are gone, then the GPUs are re-read at once and every 0.1–0.5 s; never a fixed sleep.
+- the step succeeds only when every GPU the service will use (CUDA_VISIBLE_DEVICES read
+  the way CUDA reads it, `linting.cuda`; every GPU when unset or when the value cannot be
+  mapped to GPUs for certain, and the log says why) is at or below the threshold with no
+  compute process, read back after the last process went away. Waits are event-driven: a
+  host-side loop returns as soon as the PIDs are gone, then the GPUs are re-read at once
+  and every 0.1–0.5 s; never a fixed sleep.
 
-Stdlib, `deploys.transports.base` and `units.gpu_free` only: `benchmarks/gpu_clean_real.py`
-runs these very functions on real GPUs without Django (docs/architecture.md, "The restart
-pipeline").
+Stdlib, `deploys.transports.base`, `units.gpu_free` and `linting.cuda` only:
+`benchmarks/gpu_clean_real.py` runs these very functions on real GPUs without Django
+(docs/architecture.md, "The restart pipeline").
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from deploys.jobs.processes import (
     wait_gone,
 )
 from deploys.transports.base import GpuInfo, Transport
+from linting.cuda import HostGpus, read_visible_devices, resolve
 from units.gpu_free import DEFAULT_THRESHOLD_MIB, gpu_is_free
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -56,6 +60,7 @@ MAX_POLL_S = 0.5
 VLLM_TITLE = re.compile(r"VLLM::|(^|[\s/])vllm(\s|$)|-m\s+vllm\.|vllm\.entrypoints")
 # Cgroups an escaped process ends up in (moved next to PID 1, or a host without systemd).
 ESCAPE_CGROUPS = ("/", "/init.scope")
+ESCAPED = "escaped the unit"
 UNIT_PROPERTIES = ("MainPID", "ControlGroup", "User", "Environment", "ActiveState")
 
 Log = Callable[[str], None]
@@ -79,7 +84,9 @@ class ServiceIdentity:
     cgroup: str = ""  # its ControlGroup ("/system.slice/vllm-a.service")
     user: str = "root"
     processes: frozenset[tuple[int, int]] = frozenset()  # (PID, start ticks) before the stop
-    gpus: tuple[str, ...] | None = None  # CUDA_VISIBLE_DEVICES of what starts next; None: all
+    # CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER of what starts next (None: unset)
+    visible_devices: str | None = None
+    device_order: str | None = None
 
     @property
     def pids(self) -> set[int]:
@@ -88,7 +95,6 @@ class ServiceIdentity:
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["processes"] = sorted([list(p) for p in self.processes])
-        data["gpus"] = None if self.gpus is None else list(self.gpus)
         return data
 
 
@@ -114,6 +120,7 @@ class CleanReport:
 
     clean: bool = False
     reason: str = ""
+    checked: str = ""  # which GPUs are checked, and why (linting.cuda)
     kills: list[dict[str, Any]] = field(default_factory=list)
     left_alone: list[str] = field(default_factory=list)
     gpus: list[dict[str, Any]] = field(default_factory=list)  # the last reading
@@ -171,31 +178,24 @@ def gpu_table(gpus: Sequence[GpuInfo]) -> list[dict[str, Any]]:
 # which GPUs, whose processes
 
 
-def visible_devices(environment: dict[str, str]) -> tuple[str, ...] | None:
-    """CUDA_VISIBLE_DEVICES as entries; None when unset (every GPU is visible)."""
-    value = environment.get("CUDA_VISIBLE_DEVICES")
-    if value is None:
-        return None
-    return tuple(part.strip() for part in value.split(",") if part.strip())
-
-
-def needed_gpus(gpus: Sequence[GpuInfo], visible: tuple[str, ...] | None) -> list[GpuInfo]:
-    """The GPUs a process with this CUDA_VISIBLE_DEVICES uses: by index or full UUID;
-    CUDA stops at the first entry it cannot resolve (CUDA C Programming Guide, "CUDA
-    Environment Variables"). nvidia-smi and NVML both enumerate in PCI bus order, which
-    is CUDA's order when CUDA_DEVICE_ORDER=PCI_BUS_ID (identical GPUs: the same)."""
-    if visible is None:
-        return list(gpus)
-    by_index = {str(g.index): g for g in gpus}
-    by_uuid = {g.uuid: g for g in gpus}
-    chosen: list[GpuInfo] = []
-    for entry in visible:
-        gpu = by_index.get(entry) or by_uuid.get(entry)
-        if gpu is None:
-            break
-        if gpu not in chosen:
-            chosen.append(gpu)
-    return chosen
+def needed_gpus(
+    gpus: Sequence[GpuInfo], visible: str | None, device_order: str | None = None
+) -> tuple[list[GpuInfo], str]:
+    """The GPUs a process with this CUDA_VISIBLE_DEVICES uses, read the way CUDA reads it
+    (`linting.cuda`), and the sentence that says so; every GPU where that cannot be told
+    for certain. nvidia-smi and NVML both number GPUs in PCI bus order, which is CUDA's on
+    a host of one GPU model or with CUDA_DEVICE_ORDER=PCI_BUS_ID."""
+    ordered = sorted(gpus, key=lambda g: g.index)
+    host = HostGpus(
+        count=len(ordered),
+        uuids=tuple(g.uuid for g in ordered),
+        models=tuple(g.name for g in ordered),
+    )
+    chosen = resolve(read_visible_devices(visible), host, device_order)
+    if chosen.indexes is None:
+        return list(ordered), chosen.why
+    by_index = {g.index: g for g in ordered}
+    return [by_index[i] for i in chosen.indexes if i in by_index], chosen.why
 
 
 def attribute(info: ProcessInfo | None, service: ServiceIdentity) -> tuple[bool, str]:
@@ -213,7 +213,7 @@ def attribute(info: ProcessInfo | None, service: ServiceIdentity) -> tuple[bool,
     if info.user == service.user and VLLM_TITLE.search(info.title):
         if info.cgroup in ESCAPE_CGROUPS:
             where = f"cgroup {info.cgroup}" if service.unit else "no unit"
-            return True, f"escaped the unit: user {info.user}, vLLM title, {where}"
+            return True, f"{ESCAPED}: user {info.user}, vLLM title, {where}"
         return False, f"a vLLM process of user {info.user}, but in {info.cgroup}"
     return False, "not the service's"
 
@@ -301,7 +301,8 @@ def service_identity(transport: Transport, unit: str) -> ServiceIdentity:
         cgroup=cgroup or f"/system.slice/{unit}",
         user=props.get("User") or "root",
         processes=frozenset(i.key for i in infos.values()),
-        gpus=visible_devices(env),
+        visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
+        device_order=env.get("CUDA_DEVICE_ORDER"),
     )
 
 
@@ -330,7 +331,7 @@ def clean_gpus(
     seen_foreign: set[int] = set()
     gone: set[int] = set()  # signalled and exited; the driver may still list them briefly
     while True:
-        reading = _read_holders(transport, service, report)
+        reading = _read_holders(transport, service, report, log)
         _note_left_alone(reading, seen_foreign, report, log)
         victims = [h for h in reading.victims(policy.kill_foreign) if h.pid not in gone]
         if victims:
@@ -365,31 +366,44 @@ class _Reading:
     needed_idx: set[int]
     found: list[GpuHolder]
 
+    def _ours(self, h: GpuHolder) -> bool:
+        """The service's: by cgroup, PID or parent for certain; one that only looks
+        escaped (user and vLLM title) only where it holds a GPU the service needs: on
+        other GPUs it may be another service's, whose unit let it escape."""
+        if not h.ours:
+            return False
+        return not h.why.startswith(ESCAPED) or bool(set(h.gpus) & self.needed_idx)
+
     @property
     def ours(self) -> list[GpuHolder]:
-        return [h for h in self.found if h.ours]
+        return [h for h in self.found if self._ours(h)]
 
     @property
     def blocking(self) -> list[GpuHolder]:
         """Other processes on a GPU the service needs."""
-        return [h for h in self.found if not h.ours and set(h.gpus) & self.needed_idx]
+        return [h for h in self.found if not self._ours(h) and set(h.gpus) & self.needed_idx]
 
     @property
     def elsewhere(self) -> list[GpuHolder]:
         """Other processes only on GPUs the service does not use."""
-        return [h for h in self.found if not h.ours and not set(h.gpus) & self.needed_idx]
+        return [h for h in self.found if not self._ours(h) and not set(h.gpus) & self.needed_idx]
 
     def victims(self, kill_foreign: bool) -> list[GpuHolder]:
         return self.ours + (self.blocking if kill_foreign else [])
 
 
-def _read_holders(transport: Transport, service: ServiceIdentity, report: CleanReport) -> _Reading:
+def _read_holders(
+    transport: Transport, service: ServiceIdentity, report: CleanReport, log: Log
+) -> _Reading:
     """Read the GPUs (one poll, kept as the report's last table) and attribute every
     process on them."""
     gpus = transport.gpu_status()
     report.polls += 1
     report.gpus = gpu_table(gpus)
-    needed = needed_gpus(gpus, service.gpus)
+    needed, why = needed_gpus(gpus, service.visible_devices, service.device_order)
+    if why != report.checked:
+        report.checked = why
+        log(f"GPUs to check: {why}")
     pids = {p.pid for g in gpus for p in g.processes}
     infos = read_processes(transport, pids) if pids else {}
     return _Reading(needed, {g.index for g in needed}, holders(gpus, infos, service))
@@ -542,5 +556,4 @@ __all__ = [
     "needed_gpus",
     "parse_environment",
     "service_identity",
-    "visible_devices",
 ]

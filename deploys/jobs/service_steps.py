@@ -77,9 +77,10 @@ def stop(ctx: JobContext, rec: Recorder) -> StepResult:
     policy = ctx.policy
     identity = service_identity(ctx.transport, ctx.unit)
     rec.read("service", identity.as_json())
+    visible = identity.visible_devices
     rec.log(
         f"{ctx.unit}: {len(identity.processes)} process(es) in its tree, user "
-        f"{identity.user}, GPUs {identity.gpus or 'all'}"
+        f"{identity.user}, CUDA_VISIBLE_DEVICES={'unset' if visible is None else repr(visible)}"
     )
     rec.provide(Stopped(identity))  # from here on the service may have been touched
     try:

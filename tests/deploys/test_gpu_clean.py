@@ -159,7 +159,7 @@ def test_another_users_gpu_process_is_never_killed_and_named(
     assert gpu_pids(clean_host) == {alice}, "alice's process is still there"
 
     # Not on a GPU the service uses: left alone, and the step succeeds.
-    only_01 = ServiceIdentity(unit="vllm-x.service", gpus=("0", "1"))
+    only_01 = ServiceIdentity(unit="vllm-x.service", visible_devices="0,1")
     report = clean_gpus(ssh, only_01, CleanPolicy(timeout_s=5), log=log.append)
     assert report.clean and report.kills == [], report.reason
     assert report.left_alone == [
@@ -173,6 +173,31 @@ def test_another_users_gpu_process_is_never_killed_and_named(
         ("SIGTERM", alice, "alice")
     ]
     assert gpu_pids(clean_host) == set()
+
+
+def test_the_gpus_are_those_cuda_reads_in_cuda_visible_devices_or_every_gpu_and_why(
+    clean_host: TestHost, ssh: SSHTransport
+) -> None:
+    """`01` is GPU 1 to CUDA: GPU-clean once found no GPU for it and called the host clean
+    without looking (docs/architecture.md, "Operations")."""
+    alice = foreign_holder(clean_host, gpu=1, mib=2048)
+    unit = {"unit": "vllm-x.service", "cgroup": "/system.slice/vllm-x.service"}
+    log: list[str] = []
+    report = clean_gpus(ssh, ServiceIdentity(**unit, visible_devices="01"), log=log.append)
+    assert not report.clean and report.reason.startswith(f"GPU 1 is held by PID {alice}")
+    assert log[0] == "GPUs to check: CUDA_VISIBLE_DEVICES='01' selects GPU 1"
+    assert report.checked == "CUDA_VISIBLE_DEVICES='01' selects GPU 1"
+
+    mig = ServiceIdentity(**unit, visible_devices="MIG-4f1c2a3b-aaaa-bbbb-cccc-000000000000")
+    report = clean_gpus(ssh, mig, log=log.append)
+    assert not report.clean and report.reason.startswith(f"GPU 1 is held by PID {alice}")
+    assert "names a MIG device, not a whole GPU; checking every GPU" in report.checked
+
+    report = clean_gpus(ssh, ServiceIdentity(**unit, visible_devices="0,a,1"), log=log.append)
+    assert report.clean, report.reason  # CUDA stops at `a`: GPU 0 only
+    assert (
+        report.checked == "CUDA_VISIBLE_DEVICES='0,a,1' selects GPU 0 (CUDA stops reading at “a”)"
+    )
 
 
 def test_a_process_on_several_needed_gpus_is_named_with_all_of_them_and_its_total(
@@ -201,7 +226,7 @@ def test_memory_that_never_frees_fails_the_step_naming_each_gpu(
     )
     try:
         report = clean_gpus(
-            ssh, ServiceIdentity(gpus=("3",)), CleanPolicy(timeout_s=3, threshold_mib=1000)
+            ssh, ServiceIdentity(visible_devices="3"), CleanPolicy(timeout_s=3, threshold_mib=1000)
         )
         assert not report.clean and report.polls >= 2
         assert report.reason == (

@@ -15,6 +15,8 @@ Formats verified on an NVIDIA H200 (driver 570-series):
     Field "bogus" is not a valid field to query.<blank line>
     $ nvidia-smi -i 5 --query-gpu=index --format=csv      -> rc 6, "No devices were found"
 
+`-i` (`--id=`), measured with nvidia-smi 580.159.04 on one H200: `select_gpus`.
+
 State comes from gpu_state (registrations under /run/gpu-double). Never used by product code.
 """
 
@@ -53,7 +55,7 @@ def _gpu_fields(config: gpu_state.GpuConfig, used: dict[int, int]) -> dict[str, 
         "utilization.memory": Field("utilization.memory [%]", "%", lambda i: 0),
         "driver_version": Field("driver_version", "", lambda i: config.driver_version),
         "count": Field("count", "", lambda i: config.gpu_count),
-        "pci.bus_id": Field("pci.bus_id", "", lambda i: f"00000000:{0x18 + i * 0x10:02X}:00.0"),
+        "pci.bus_id": Field("pci.bus_id", "", _bus_id),
         "temperature.gpu": Field("temperature.gpu", "", lambda i: 30),
     }
     aliases = {"gpu_name": "name", "gpu_uuid": "uuid", "gpu_bus_id": "pci.bus_id"}
@@ -67,7 +69,7 @@ def _app_fields(config: gpu_state.GpuConfig) -> dict[str, Field]:
         "used_gpu_memory": Field("used_gpu_memory [MiB]", "MiB", lambda r: r.mib),
         "gpu_uuid": Field("gpu_uuid", "", lambda r: config.uuid(r.gpu)),
         "gpu_name": Field("gpu_name", "", lambda r: config.name),
-        "gpu_bus_id": Field("gpu_bus_id", "", lambda r: f"00000000:{0x18 + r.gpu * 0x10:02X}:00.0"),
+        "gpu_bus_id": Field("gpu_bus_id", "", lambda r: _bus_id(r.gpu)),
     }
     aliases = {"name": "process_name", "used_memory": "used_gpu_memory"}
     return fields | {alias: fields[target] for alias, target in aliases.items()}
@@ -132,20 +134,38 @@ def _usage_error(arg: str) -> int:
     return 2
 
 
-def _select(config: gpu_state.GpuConfig, ids: str | None) -> list[int] | None:
+PARSE_ERROR = "parse error"
+
+
+def select_gpus(config: gpu_state.GpuConfig, ids: str | None) -> list[int] | str:
+    """The GPUs `-i IDS` names, in index order, each once; PARSE_ERROR for an empty `-i`.
+
+    As measured (nvidia-smi 580, one GPU): the list is comma-separated; an entry is an index
+    (leading blanks allowed: ` 0`, `00`; not `0 `, `0a`, `-1`), a whole UUID or a PCI bus
+    ID (a UUID prefix is not found); entries not found are skipped (`0,1` and `1,0` list
+    GPU 0 alone), a GPU named twice is listed once (`0,0`). Not measured: the order of a
+    multi-GPU answer (index order here) and case-insensitive UUIDs (exact here).
+    """
     if ids is None:
         return list(range(config.gpu_count))
-    chosen = []
-    for item in ids.split(","):
-        item = item.strip()
-        if item.isdigit() and int(item) < config.gpu_count:
-            chosen.append(int(item))
-        else:
-            match = [i for i in range(config.gpu_count) if config.uuid(i) == item]
-            if not match:
-                return None
-            chosen += match
-    return chosen
+    if ids == "":
+        return PARSE_ERROR
+    wanted = {_find(config, item) for item in ids.split(",")}
+    return [i for i in range(config.gpu_count) if i in wanted]
+
+
+def _find(config: gpu_state.GpuConfig, item: str) -> int | None:
+    index = item.lstrip(" \t")
+    if index.isascii() and index.isdigit():
+        return int(index) if int(index) < config.gpu_count else None
+    for i in range(config.gpu_count):
+        if item in (config.uuid(i), _bus_id(i)):
+            return i
+    return None
+
+
+def _bus_id(index: int) -> str:
+    return f"00000000:{0x18 + index * 0x10:02X}:00.0"
 
 
 def _summary(config: gpu_state.GpuConfig, gpus: list[int]) -> str:
@@ -170,8 +190,11 @@ def main(argv: Sequence[str] | None = None, config: gpu_state.GpuConfig | None =
         args = _parse(argv)
     except SystemExit as exc:
         return int(exc.code or 2)
-    gpus = _select(config, args.ids)
-    if gpus is None or not gpus:
+    gpus = select_gpus(config, args.ids)
+    if isinstance(gpus, str):  # PARSE_ERROR
+        sys.stdout.write("Failed to parse device string on command line")  # no newline
+        return 255
+    if not gpus:
         sys.stdout.write("No devices were found\n")
         return 6
     if args.list_gpus:

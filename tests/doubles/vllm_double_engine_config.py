@@ -8,6 +8,7 @@ from typing import Any
 # Package-relative: `doubles` in a test host (`python -m doubles.vllm_double`),
 # `tests.doubles` in the checkout.
 from . import gpu_state
+from .cuda_visible import UNKNOWN, cuda_gpus
 from .vllm_double_config import version_tuple
 
 # --------------------------------------------------------------------------------------
@@ -153,22 +154,15 @@ def validate_memory_utilization(value: float, version: str) -> None:
 
 
 def pick_gpus(visible: str | None, world_size: int, gpu: gpu_state.GpuConfig) -> list[int]:
-    """GPU indices the engine will use, honouring CUDA_VISIBLE_DEVICES (indices or UUIDs)."""
-    if visible is None:
-        available = list(range(gpu.gpu_count))
-    elif not visible.strip():
-        available = []
-    else:
-        available = []
-        by_uuid = {gpu.uuid(i): i for i in range(gpu.gpu_count)}
-        for item in visible.split(","):
-            item = item.strip()
-            if item.isdigit() and int(item) < gpu.gpu_count:
-                available.append(int(item))
-            elif item in by_uuid:
-                available.append(by_uuid[item])
-            else:
-                break  # CUDA stops at the first invalid entry
+    """GPU indices the engine will use: CUDA_VISIBLE_DEVICES as CUDA reads it (the model
+    in cuda_visible.py, from measurements), then the first `world_size` of them."""
+    chosen = cuda_gpus(visible, [gpu.uuid(i) for i in range(gpu.gpu_count)])
+    if chosen == UNKNOWN:
+        raise EngineConfigError(
+            f"RuntimeError: the vLLM double does not know how CUDA reads "
+            f"CUDA_VISIBLE_DEVICES={visible!r} (tests/doubles/cuda_visible.py)"
+        )
+    available = list(chosen)
     if not available:
         raise EngineConfigError("RuntimeError: No CUDA GPUs are available")
     if world_size > len(available):

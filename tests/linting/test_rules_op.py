@@ -259,6 +259,34 @@ def test_op407_check_of_all_used_gpus_is_fine():
     assert lint(text, "OP407") == []
 
 
+def test_op407_a_check_of_other_gpus_than_the_service_uses_is_reported() -> None:
+    check = "ExecStartPre=/usr/bin/nvidia-smi -i 0,1 --query-gpu=memory.used\n"
+    text = "[Service]\nEnvironment=CUDA_VISIBLE_DEVICES=2,3\n" + VLLM + check
+    (f,) = lint(text, "OP407")
+    assert "GPU(s) 0,1 only" in f.message and "uses 2 GPUs (2,3)" in f.message
+    assert "leftovers on GPUs 2,3" in f.message
+    assert lint(text.replace("-i 0,1 ", "-i 3,2 "), "OP407") == []
+
+
+@pytest.mark.parametrize("devices", ["02,03", "2a,3", "2,3,x,4"])
+def test_op407_reads_the_service_s_gpus_the_way_cuda_does(devices: str) -> None:
+    """`02` is GPU 2, `2a` GPU 2, the list ends at `x`: a check of 2,3 covers them all."""
+    check = "ExecStartPre=/bin/bash -c 'nvidia-smi -i 2,3 --query-gpu=memory.used --format=csv'\n"
+    text = f"[Service]\nEnvironment=CUDA_VISIBLE_DEVICES={devices}\n" + VLLM + check
+    assert lint(text, "OP407") == []
+    (f,) = lint(text.replace("-i 2,3", "-i 2"), "OP407")
+    assert "leftovers on GPU 3" in f.message
+
+
+def test_op407_a_check_by_uuid_counts_the_gpus_it_names() -> None:
+    uuid = "GPU-2eb6f7e6-d050-65b0-231b-13f31e8c9ac4"
+    check = f"ExecStartPre=/bin/bash -c 'nvidia-smi -i {uuid} --query-gpu=memory.used'\n"
+    one = f"[Service]\nEnvironment=CUDA_VISIBLE_DEVICES={uuid}\n" + VLLM + check
+    assert lint(one, "OP407") == []
+    (f,) = lint(one.replace(f"DEVICES={uuid}", "DEVICES=0,1"), "OP407")
+    assert "uses 2 GPUs (0,1)" in f.message and "1 of them" in f.message
+
+
 # The seed deployment's own cleanup: every GPU queried, then `head -4` kept the first four.
 HEAD = (
     "ExecStartPre=/bin/bash -c 'nvidia-smi --query-gpu=memory.used --format=csv,noheader,"

@@ -55,6 +55,15 @@ def test_a_unit_on_every_gpu_shares_the_listed_gpus_of_the_other() -> None:
     assert "GPU 3 " in only(found["a.service"]).message
 
 
+def test_gpus_are_compared_as_cuda_reads_the_lists() -> None:
+    """`01` and `1a` are GPU 1 to CUDA; `0,a,1` ends at `a` (docs/architecture.md,
+    "Operations")."""
+    found = lint_two(unit("/models/a --port 8001", gpus="01"), unit("/models/b", gpus="1a,2"))
+    assert "GPU 1 " in only(found["a.service"]).message
+    apart = lint_two(unit("/models/a --port 8001", gpus="0,a,1"), unit("/models/b", gpus="1"))
+    assert apart == {"a.service": [], "b.service": []}
+
+
 def test_disjoint_gpus_or_fractions_that_fit_are_fine() -> None:
     disjoint = lint_two(unit("/models/a", gpus="0,1"), unit("/models/b", gpus="2,3"))
     assert disjoint == {"a.service": [], "b.service": []}

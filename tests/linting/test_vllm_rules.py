@@ -475,6 +475,25 @@ def test_vl324_data_parallel_ranks() -> None:
     assert "data parallel 4" in f.message
 
 
+@pytest.mark.parametrize(
+    ("devices", "visible"),
+    [("0a,1", 2), ("01,02", 2), ("0,1,a,2,3", 2), ("0,00", 0), ("0,,1,2,3", 1), ("-1", 0)],
+)
+def test_vl324_counts_the_gpus_as_cuda_reads_the_list(devices: str, visible: int) -> None:
+    """`0a` is GPU 0, `01` GPU 1, the list ends at an entry without a number, a GPU named
+    twice leaves none (docs/architecture.md, "Operations")."""
+    f = only(
+        lint(unit(f"{VLLM} -tp 4", f"Environment=CUDA_VISIBLE_DEVICES={devices}"), "0.16.0"),
+        "VL324",
+    )
+    assert f"makes {visible} visible" in f.message
+
+
+def test_vl324_says_nothing_when_cuda_s_count_is_not_known() -> None:
+    env = "Environment=CUDA_VISIBLE_DEVICES=MIG-4f1c2a3b-aaaa-bbbb-cccc-000000000000"
+    assert "VL324" not in codes(lint(unit(f"{VLLM} -tp 4", env), "0.16.0"))
+
+
 def test_vl324_not_without_cuda_visible_devices() -> None:
     assert lint(unit(f"{VLLM} --tensor-parallel-size 8"), "0.16.0") == []
 

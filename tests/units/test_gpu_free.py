@@ -20,6 +20,7 @@ from deploys.transports.base import (
     GpuInfo,
     parse_nvidia_smi,
 )
+from tests.doubles import gpu_state
 from tests.units.factories import baseline
 from units.gpu_free import DEFAULT_THRESHOLD_MIB
 from units.models import ServiceProfile
@@ -90,3 +91,24 @@ def test_a_stored_version_keeps_the_threshold_it_was_saved_with() -> None:
     old = baseline(gpu_free_threshold_mib=1024)
     assert PipelinePolicy.from_profile_data(old).clean.threshold_mib == 1024
     assert "-le 1024 ]" in render_unit(old)
+
+
+@pytest.mark.parametrize(
+    ("devices", "free"), [("1", True), ("01", True), ("0", False), ("", False)]
+)
+def test_the_units_wait_looks_only_at_its_own_gpus(
+    tmp_path: Path, devices: str, free: bool
+) -> None:
+    """Another process holds 5,000 MiB on GPU 0: the wait of a unit on GPU 1 passes at
+    once (`nvidia-smi -i 1`), one on GPU 0, or on every GPU (no list), times out."""
+    env = _nvidia_smi(tmp_path, 0)
+    config = gpu_state.GpuConfig(gpu_count=2, state_dir=env["GPU_DOUBLE_STATE_DIR"])
+    gpu_state.register(config, 0, os.getpid(), 5000)
+    data = baseline(gpu_devices=devices, tensor_parallel_size=1, gpu_free_wait_sec=1)
+    script = gpu_wait_script(data)
+    assert script is not None
+    wait = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True)
+    assert (wait.returncode == 0) is free, wait.stderr
+    if not free:
+        which = "GPU 0" if devices else "GPUs"
+        assert f"{which} not free after 1 s" in wait.stderr

@@ -158,21 +158,57 @@ def test_gpu_wait_is_bounded_by_its_setting() -> None:
         assert tries >= 1
 
 
-def test_gpu_wait_checks_all_gpus_memory_and_processes() -> None:
-    report = lint_profile_data(baseline())
+def wait_script(data: dict) -> str:
+    report = lint_profile_data(data)
     pre = next(c for c in report.files[0].commands if c.key == "ExecStartPre")
     assert pre.argv[:2] == ("/bin/bash", "-c")
-    script = pre.argv[2]
-    assert " -i " not in script and "--id" not in script
-    assert "--query-gpu=memory.used" in script and "-le 1000" in script
-    assert "--query-compute-apps=pid" in script
+    return pre.argv[2]
+
+
+def test_gpu_wait_checks_the_units_gpus_memory_and_processes() -> None:
+    script = wait_script(baseline())  # CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7
+    smi = "nvidia-smi -i 0,1,2,3,4,5,6,7 "
+    assert script.count(smi) == 4 and script.count("nvidia-smi") == 4
+    assert f"{smi}--query-gpu=memory.used" in script and "-le 1000" in script
+    assert f"{smi}--query-compute-apps=pid " in script
     assert "seq 1 60" in script and "sleep 5" in script  # 60 × 5 s = the 300 s setting
-    assert script.endswith("exit 1") and "GPUs not free after 300 s" in script
+    assert script.endswith("exit 1") and "GPUs 0,1,2,3,4,5,6,7 not free after 300 s" in script
+
+
+@pytest.mark.parametrize(
+    ("devices", "option"),
+    [
+        ("2", "-i 2 "),
+        ("01,02", "-i 1,2 "),  # CUDA reads 01 as GPU 1; nvidia-smi gets the plain index
+        (
+            "GPU-2EB6F7E6-D050-65B0-231B-13F31E8C9AC4,3",
+            "-i GPU-2eb6f7e6-d050-65b0-231b-13f31e8c9ac4,3 ",  # as nvidia-smi prints UUIDs
+        ),
+    ],
+)
+def test_gpu_wait_names_the_gpus_cuda_reads_to_nvidia_smi(devices: str, option: str) -> None:
+    script = wait_script(baseline(gpu_devices=devices, tensor_parallel_size=1))
+    assert script.count(f"nvidia-smi {option}") == 4
+
+
+def test_gpu_wait_checks_every_gpu_without_a_list_or_where_it_cannot_name_them() -> None:
+    script = wait_script(baseline(gpu_devices="", tensor_parallel_size=8))
+    assert " -i " not in script and "--id" not in script and "GPUs not free after" in script
+    mig = "MIG-4f1c2a3b-aaaa-bbbb-cccc-000000000000"
+    script = wait_script(baseline(gpu_devices=mig, tensor_parallel_size=1))
+    assert " -i " not in script
+    assert f"GPUs (every GPU is checked: {mig} names a MIG device, not a whole GPU)" in script
 
 
 @pytest.mark.parametrize("version", [252, 255, 257])
 def test_gpu_wait_has_no_findings_at_all_shellcheck_included(version: int) -> None:
-    for data in (baseline(), baseline(gpu_free_wait_sec=7, gpu_free_threshold_mib=0)):
+    mig = "MIG-4f1c2a3b-aaaa-bbbb-cccc-000000000000"
+    for data in (
+        baseline(),
+        baseline(gpu_free_wait_sec=7, gpu_free_threshold_mib=0),
+        baseline(gpu_devices="2", tensor_parallel_size=1),
+        baseline(gpu_devices=mig, tensor_parallel_size=1),
+    ):
         data["target_systemd_version"] = version
         report = lint_profile_data(data, LintOptions(shellcheck=True))
         assert report.findings == [], [(f.code, f.message) for f in report.findings]

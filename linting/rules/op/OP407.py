@@ -5,12 +5,15 @@ from collections.abc import Iterator
 
 from linting.commands import Command, shell_script
 from linting.context import UnitContext
-from linting.cuda import visible_gpu_count
+from linting.cuda import describe, devices, read_nvidia_smi_ids, read_visible_devices
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule
 from linting.spans import Traced, join
 
-_GPU_SELECT = re.compile(r"nvidia-smi\b[^|;&\n]*?(?:\s-i\s*|\s--id[= ])([0-9][0-9,\s]*)")
+# `nvidia-smi … -i LIST` / `--id=LIST`: one word (indexes, UUIDs, PCI bus IDs).
+_GPU_SELECT = re.compile(
+    r"nvidia-smi\b[^|;&\n]*?(?:\s-i(?:\s+|(?=[0-9G]))|\s--id[= ])([^\s|;&'\")]+)"
+)
 # A per-GPU listing cut to its first lines in the same pipeline (`nvidia-smi --query-gpu=…
 # | head -4`, filters in between allowed): one line per GPU, after a header line unless
 # the format says `noheader` (nvidia-smi --help-query-gpu, "--format=csv,noheader").
@@ -22,16 +25,28 @@ _QUERY_GPU = re.compile(r"--query-gpu\b")
 _LIST_GPUS = re.compile(r"\s(?:-L|--list-gpus)\b")  # one line per GPU, no header
 
 
-def gpus_in_use(ctx: UnitContext) -> int | None:
-    """How many GPUs the unit uses: CUDA_VISIBLE_DEVICES, else --tensor-parallel-size."""
+def gpus_in_use(ctx: UnitContext) -> tuple[int | str, ...] | int | None:
+    """The GPUs the unit uses: the devices CUDA_VISIBLE_DEVICES names as CUDA reads it
+    (`linting.cuda`), else how many --tensor-parallel-size takes; None: cannot tell."""
     visible = ctx.environment.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible.value.strip():
-        return visible_gpu_count(visible.value)
+        return devices(read_visible_devices(visible.value))
     for vc in ctx.vllm_servers:
         size = vc.args.int_value("tensor_parallel_size")
         if size:
             return size
     return None
+
+
+def _not_checked(used: tuple[int | str, ...] | int, ids: tuple[int | str, ...]) -> str | None:
+    """What the check misses in words ("GPUs 2,3"), or None when it covers the service:
+    compared GPU by GPU where both name indexes, else by how many (an index and a UUID
+    may be one GPU)."""
+    if isinstance(used, tuple) and all(isinstance(d, int) for d in used + ids):
+        missing = [d for d in used if d not in ids]
+        return describe([int(d) for d in missing]) if missing else None
+    total = used if isinstance(used, int) else len(used)
+    return None if len(ids) >= total else f"{total - len(ids)} of them"
 
 
 def _command_line(cmd: Command) -> Traced:
@@ -50,13 +65,16 @@ def _command_line(cmd: Command) -> Traced:
 @rule("OP407", Severity.WARNING)
 def gpu_check_covers_subset(ctx: UnitContext) -> Iterator[Hit]:
     """
-    A GPU check that looks at fewer GPUs than the service uses.
+    A GPU check that misses GPUs the service uses.
 
     What it does:
     Finds `nvidia-smi -i LIST` / `--id=LIST`, and a per-GPU listing cut short with
     `| head -N`, in `ExecStartPre=`, `ExecStartPost=`, `ExecStop=` and `ExecStopPost=`
-    commands (run directly or inside `bash -c` scripts) and compares the number of GPUs
-    checked with `CUDA_VISIBLE_DEVICES` (or `--tensor-parallel-size`).
+    commands (run directly or inside `bash -c` scripts) and compares the GPUs checked
+    with those `CUDA_VISIBLE_DEVICES` selects, read the way CUDA reads it (`01` is GPU 1,
+    `0a` GPU 0, the list ends at the first entry without a number): GPU by GPU where both
+    name indexes, else by how many (also with `--tensor-parallel-size` when
+    `CUDA_VISIBLE_DEVICES` is unset).
 
     Why is this bad?
     The seed deployment's cleanup checked GPUs 0–3 of 8: leftovers on GPUs 4–7 went
@@ -71,26 +89,30 @@ def gpu_check_covers_subset(ctx: UnitContext) -> Iterator[Hit]:
 
     Use instead:
     ```ini
-    ExecStartPre=/bin/bash -c 'nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits'
+    ExecStartPre=/bin/bash -c 'nvidia-smi -i 0,1,2,3,4,5,6,7 --query-gpu=memory.used --format=csv,noheader,nounits'
     ```
-    (no `-i` and no `head`: every GPU is listed).
+    (`-i` names every GPU the service uses, as specadmin's rendered wait does; without
+    `-i` and `head` every GPU of the machine is listed, services on other GPUs included).
     """
-    total = gpus_in_use(ctx)
-    if not total:
+    used = gpus_in_use(ctx)
+    if not used:
         return
+    total = used if isinstance(used, int) else len(used)
+    named = "" if isinstance(used, int) else f" ({','.join(map(str, used))})"
     for cmd in ctx.commands:
         if cmd.key not in ("ExecStartPre", "ExecStopPost", "ExecStartPost", "ExecStop"):
             continue
         found = shell_script(cmd)
         traced = found[1].value if found else _command_line(cmd)
         for m in _GPU_SELECT.finditer(traced.text):
-            ids = [x for x in re.split(r"[,\s]+", m.group(1).strip()) if x]
-            if len(ids) >= total:
+            ids = read_nvidia_smi_ids(m.group(1))
+            missing = _not_checked(used, ids)
+            if missing is None:
                 continue
             yield Hit(
-                traced.span(m.start(1), m.start(1) + len(m.group(1).rstrip())),
-                f"this check looks at GPU(s) {','.join(ids)} only, but the service uses "
-                f"{total} GPUs: leftovers on the others go unnoticed",
+                traced.span(m.start(1), m.end(1)),
+                f"this check looks at GPU(s) {m.group(1)} only, but the service uses "
+                f"{total} GPUs{named}: leftovers on {missing} go unnoticed",
                 path=cmd.assignment.path,
             )
         yield from _head_hits(traced, total, cmd)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from linting.context import UnitContext
-from linting.cuda import visible_gpu_count
+from linting.cuda import read_visible_devices, visible_count
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule
 from linting.rules.vl._commands import command_span
@@ -19,8 +19,9 @@ def tensor_parallel_exceeds_visible_gpus(ctx: UnitContext) -> Iterator[Hit]:
     What it does:
     Multiplies `--tensor-parallel-size`, `--pipeline-parallel-size` and the local data
     parallel size (`--data-parallel-size-local`, else `--data-parallel-size`) and compares
-    with the number of devices in the unit's `CUDA_VISIBLE_DEVICES` (indices or UUIDs;
-    only when the unit sets it).
+    with the number of devices the unit's `CUDA_VISIBLE_DEVICES` makes visible, read the
+    way CUDA reads it (indices or UUID prefixes; the list ends at the first entry without
+    a number, `01` is GPU 1, a GPU named twice leaves none; only when the unit sets it).
 
     Why is this bad?
     vLLM refuses to start: "World size (N) is larger than the number of available GPUs (M)
@@ -42,7 +43,9 @@ def tensor_parallel_exceeds_visible_gpus(ctx: UnitContext) -> Iterator[Hit]:
     var = ctx.environment.get("CUDA_VISIBLE_DEVICES")
     if var is None:
         return
-    visible = visible_gpu_count(var.value)
+    visible = visible_count(read_visible_devices(var.value))
+    if visible is None:
+        return  # a MIG device, a UUID named twice: how many CUDA shows is not known
     for vc in ctx.vllm_commands:
         args = vc.args
         tp = args.int_value("tensor_parallel_size") or 1

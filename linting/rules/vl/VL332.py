@@ -4,6 +4,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from linting.context import RunContext, UnitContext
+from linting.cuda import devices, read_visible_devices, visible_count
 from linting.execline.env_substitution import has_unknown
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule
@@ -27,21 +28,21 @@ class _Server:
 
 
 def _visible(ctx: UnitContext) -> frozenset[str] | bool | None:
-    """The devices CUDA_VISIBLE_DEVICES names (indices or UUIDs, up to the first entry
-    CUDA cannot parse, as `linting.cuda` counts them); None when unset (every GPU);
-    False when the linter cannot tell (a variable or file it cannot read)."""
+    """The devices CUDA_VISIBLE_DEVICES names, read the way CUDA reads it (`linting.cuda`:
+    indices, UUID prefixes); None when unset (every GPU); False when the linter cannot
+    tell (a variable or file it cannot read, a MIG device)."""
     var = ctx.environment.get("CUDA_VISIBLE_DEVICES")
     if var is None:
         return False if ctx.has_unknown_environment else None
     if has_unknown(var.value):
         return False
-    found = []
-    for raw in var.value.split(","):
-        item = raw.strip()
-        if not (item.isdigit() or item.startswith(("GPU-", "MIG-"))):
-            break
-        found.append(str(int(item)) if item.isdigit() else item)
-    return frozenset(found)
+    reading = read_visible_devices(var.value)
+    named = devices(reading)
+    if named is None:
+        return False
+    if visible_count(reading) == 0:
+        return frozenset()  # a GPU named twice: CUDA shows none
+    return frozenset(map(str, named))
 
 
 def _servers(ctx: UnitContext) -> Iterator[_Server]:
