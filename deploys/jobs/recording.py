@@ -17,6 +17,7 @@ from audit.services import record
 from deploys.jobs.steps import DeployContext, Outcome, Step, StepResult
 from deploys.models import DeployRequest, JobStep
 from deploys.transports import TransportError
+from deploys.transports.bounds import STORED_LOG_CHARS, clip_json, clip_text
 from deploys.transports.records import CommandRecord, records_json
 
 PROGRESS_EVERY_S = 1.0
@@ -115,10 +116,13 @@ def run_step(
         JobStep.objects.filter(pk=row.pk).update(
             status=status,
             finished_at=timezone.now(),
-            log="\n".join(ctx.lines),
-            result={"outcome": str(result.outcome), "reason": result.reason, **result.data},
+            # Host output is clipped on its way into the database (`bounds`).
+            log=clip_text("\n".join(ctx.lines), STORED_LOG_CHARS),
+            result=clip_json(
+                {"outcome": str(result.outcome), "reason": result.reason, **result.data}
+            ),
             commands=commands,
-            reads=ctx.reads,
+            reads=clip_json(ctx.reads),
             progress={},
         )
         kind = (

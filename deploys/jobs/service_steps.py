@@ -46,7 +46,9 @@ def vllm_check(ctx: DeployContext) -> StepResult:
     config fails the job here, before production is stopped."""
     if ctx.service is None:
         return StepResult.skipped("the unit runs no vLLM server: nothing for vLLM to check")
-    check = check_vllm_args(ctx.transport, ctx.service, ctx.environment)
+    check = check_vllm_args(
+        ctx.transport, ctx.service, ctx.environment, unit_text=ctx.request.unit_text
+    )
     ctx.read("vllm_check", check.as_json())
     if check.ok is None:
         return StepResult.skipped(f"not checked with the host's vLLM: {check.reason}")

@@ -36,7 +36,14 @@ from deploys.jobs.policy import PipelinePolicy
 from deploys.jobs.service import VllmService, vllm_service
 from deploys.models import DeployRequest, Host, PushedUnit
 from deploys.selectors import lint_versions
-from deploys.transports import Transport, TransportError, UnitPushError, push_unit
+from deploys.transports import (
+    PushInterrupted,
+    Transport,
+    TransportError,
+    UnitPushError,
+    push_unit,
+)
+from deploys.transports.bounds import clip_text
 from deploys.transports.push import DEFAULT_UNIT_DIR, PushResult, sha256_hex, verify_problems
 from deploys.unit_policy import denied_unit_reason, overwrite_problems
 from linting.findings import Severity
@@ -196,7 +203,7 @@ Step = Callable[[DeployContext], StepResult]
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+    return clip_text(text, MAX_REASON_CHARS)
 
 
 def _error(exc: BaseException) -> str:
@@ -364,21 +371,24 @@ def push(ctx: DeployContext) -> StepResult:
             expected_previous_sha256=request.host_unit_sha256,
         )
     except UnitPushError as exc:
-        if exc.result is None:  # refused before anything was written
-            return StepResult.failed(f"push refused: {exc}", removed_temp_files=stale)
+        if exc.result is None:  # refused, or the host still/unknowably has the old unit
+            where = {"host_file": exc.host_file} if isinstance(exc, PushInterrupted) else {}
+            return StepResult.failed(f"{exc.headline}: {exc}", removed_temp_files=stale, **where)
         # The files moved; systemd did not load the unit as expected. That is the
         # reload/verify outcome, reported by the next step; the push itself happened.
         result = exc.result
         ctx.push_problems = str(exc)
     ctx.push_result = result
     ctx.pushed_unit = _record_push(ctx, result)
+    if result.recovered:
+        ctx.log(result.recovered)
     ctx.log(
         f"wrote {result.path} (sha256 {result.sha256})"
         if result.changed
         else f"{result.path} already had this text (sha256 {result.sha256}); nothing written"
     )
     if result.backup_path:
-        ctx.log(f"previous unit kept as {result.backup_path} (sha256 {result.previous_sha256})")
+        ctx.log(f"previous unit kept as {result.backup_path} (sha256 {result.backup_sha256})")
     return StepResult.success(
         path=result.path,
         sha256=result.sha256,
@@ -417,6 +427,7 @@ def _record_push(ctx: DeployContext, result: PushResult) -> PushedUnit:
                 "previous_sha256": result.previous_sha256 or "",
                 "backup_path": result.backup_path or "",
                 "changed": result.changed,
+                **({"recovered": clip_text(result.recovered)} if result.recovered else {}),
             },
             host_name=ctx.host.name,
             profile_name=request.profile_version.profile.name,

@@ -29,6 +29,7 @@ from deploys.services.hosts import (
     host_rescan_key,
 )
 from deploys.transports import CommandResult, GpuInfo, GpuUnavailable, HostUnreachable, Transport
+from deploys.transports.base import StagedFile
 from deploys.transports.local import LocalTransport
 from deploys.transports.ssh import HostKeyInfo, SSHTransport
 from tests.deploys.helpers import Enqueued, People, fake_host_key
@@ -264,10 +265,13 @@ class ScriptedTransport(Transport):
             raise self.gpus
         return self.gpus
 
-    def _read_file(self, path: str) -> bytes | None:
+    def _read_file(self, path: str, limit: int, partial: bool) -> bytes | None:
         raise NotImplementedError
 
-    def _write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
+    def _stage_file(self, path: str, data: bytes, mode: int) -> StagedFile:
+        raise NotImplementedError
+
+    def _commit_file(self, staged: StagedFile) -> None:
         raise NotImplementedError
 
     def _remove_file(self, path: str) -> bool:
