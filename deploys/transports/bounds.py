@@ -74,13 +74,16 @@ class CappedBuffer:
     def value(self, *, stream: str = "output") -> bytes:
         """What was kept; where bytes were dropped, a marker line between head and tail."""
         if not self.dropped:
-            return bytes(self._head + self._tail)
+            return bytes(self._head) + bytes(self._tail)
         marker = dropped_marker(self.dropped, stream, self.limit).encode()
         return bytes(self._head) + marker + bytes(self._tail)
 
     def head(self) -> bytes:
-        """The kept bytes without any marker (for parsers: the output as printed, cut)."""
-        return bytes(self._head + self._tail) if not self.dropped else bytes(self._head)
+        """The kept bytes without any marker (for parsers: the output as printed, cut).
+        One copy of the kept bytes, no more (the buffer may hold MAX_STDOUT_BYTES)."""
+        if self.dropped or not self._tail:
+            return bytes(self._head)
+        return bytes(self._head) + bytes(self._tail)
 
 
 def output_buffers() -> tuple[CappedBuffer, CappedBuffer]:

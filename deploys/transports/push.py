@@ -150,7 +150,7 @@ def push_unit(
     except UnitPushError:
         raise
     except TransportError as exc:  # the rename may have happened: ask the host
-        return _after_cut(transport, done, exc)
+        return _after_cut(transport, done, staged, exc)
 
 
 def _read_unit(transport: Transport, path: str, max_bytes: int) -> bytes | None:
@@ -211,12 +211,16 @@ def host_file_state(
     return "unknown", f"{path} holds another text (sha256 {sha}), neither the new nor the old"
 
 
-def _after_cut(transport: Transport, done: PushResult, cut: TransportError) -> PushResult:
+def _after_cut(
+    transport: Transport, done: PushResult, staged: StagedFile, cut: TransportError
+) -> PushResult:
     """The connection failed during or after the unit's rename: read the file back, and
     when it is the new text finish the push (reload, verify) on the fresh connection."""
     state, seen = host_file_state(transport, done.path, done.sha256, done.previous_sha256)
     lost = f"the connection failed after the rename of {done.path} may have happened ({cut})"
     if state != "new":
+        if state == "old":
+            transport.discard_file(staged)  # not renamed: its temp file is still there
         raise PushInterrupted(f"{lost}; {seen}", state) from cut
     recovered = dataclasses.replace(done, recovered=f"{lost}; reconnected: {seen}")
     try:
