@@ -8,9 +8,9 @@ uid 0, with "restarts need no approval" even without an approver. So:
 
 - the check runs as the unit's `User=` (with `Group=`, or the user's own group), switched
   to on the host by util-linux `setpriv --reuid --regid --init-groups --no-new-privs
-  --reset-env` (util-linux 2.33+; Debian 12 ships 2.38.1): its supplementary groups as
-  systemd gives them (initgroups(3)), no way back to root through setuid programs
-  (PR_SET_NO_NEW_PRIVS), none of the SSH session's environment. The profile's variables
+  --reset-env` (every flag checked in Debian 12's util-linux 2.38.1): its supplementary
+  groups as systemd gives them (initgroups(3)), no way back to root through setuid
+  programs (PR_SET_NO_NEW_PRIVS), none of the SSH session's environment. The profile's variables
   are set after the switch (`env` runs as the user), so not even the loader of `setpriv`
   sees them. A login user that is the unit's user runs it directly; any other non-root
   login cannot switch users, and the check is skipped saying so;
