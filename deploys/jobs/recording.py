@@ -66,7 +66,7 @@ def progress_writer(step_id: int) -> Callable[[str], None]:
         JobStep.objects.filter(pk=step_id, status=JobStep.Status.RUNNING).update(
             progress={
                 "elapsed_s": round(now - started, 1),
-                "message": message[:500],
+                "message": clip_text(message, 500),
                 "at": timezone.now().isoformat(),
             }
         )
