@@ -179,9 +179,10 @@ def diff_lines(diff: str) -> list[tuple[str, str]]:
 
 def read_host_unit(*, host: Host, unit_name: str) -> bytes | None:
     """The unit file on the host now (live, through the pinned-key transport); None when
-    absent. Raises TransportError (unreachable, key mismatch, not pinned)."""
+    absent. Raises TransportError (unreachable, key mismatch, not pinned; FileRefused for
+    a file larger than a push may write or not a regular file: never read whole)."""
     with transport_for(host) as transport:
-        return transport.read_file(unit_path(unit_name))
+        return transport.read_file(unit_path(unit_name), limit=MAX_UNIT_BYTES)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from deploys.jobs.results import Stopped
 from deploys.jobs.steps import Outcome, StepResult
 from deploys.models import DeployRequest, JobStep
 from deploys.transports import TransportError
+from deploys.transports.bounds import STORED_LOG_CHARS, clip_json, clip_text
 from deploys.transports.records import CommandRecord, records_json
 
 PROGRESS_EVERY_S = 1.0
@@ -69,7 +70,7 @@ def progress_writer(step_id: int) -> Callable[[str], None]:
         JobStep.objects.filter(pk=step_id, status=JobStep.Status.RUNNING).update(
             progress={
                 "elapsed_s": round(now - started, 1),
-                "message": message[:500],
+                "message": clip_text(message, 500),
                 "at": timezone.now().isoformat(),
             }
         )
@@ -118,10 +119,13 @@ def run_step(ctx: JobContext, step: Step, results: Results) -> StepResult:
         JobStep.objects.filter(pk=row.pk).update(
             status=status,
             finished_at=timezone.now(),
-            log="\n".join(rec.lines),
-            result={"outcome": str(result.outcome), "reason": result.reason, **result.data},
+            # Host output is clipped on its way into the database (`bounds`).
+            log=clip_text("\n".join(rec.lines), STORED_LOG_CHARS),
+            result=clip_json(
+                {"outcome": str(result.outcome), "reason": result.reason, **result.data}
+            ),
             commands=commands,
-            reads=rec.reads,
+            reads=clip_json(rec.reads),
             progress={},
         )
         kind = (

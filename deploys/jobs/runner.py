@@ -55,6 +55,7 @@ from deploys.probe import probe_host
 from deploys.selectors import host_probe_executables
 from deploys.services.hosts import host_record_probe, host_record_probe_error
 from deploys.transports import Transport, TransportError
+from deploys.transports.bounds import clip_text
 from deploys.transports.push import sha256_hex
 
 log = logging.getLogger(__name__)
@@ -406,8 +407,8 @@ def _finish(ctx: JobContext, outcome: JobOutcome, host_state: str) -> str:
     with transaction.atomic():
         finished = DeployRequest.objects.filter(pk=ctx.request.pk, status=Status.RUNNING).update(
             status=outcome.status,
-            status_reason=outcome.reason[:4000],
-            host_state=host_state,
+            status_reason=clip_text(outcome.reason, 4000),
+            host_state=clip_text(host_state, 4000),
             finished_at=timezone.now(),
         )
         if finished:
@@ -418,8 +419,8 @@ def _finish(ctx: JobContext, outcome: JobOutcome, host_state: str) -> str:
                     "request": ctx.request.pk,
                     "kind": ctx.kind,
                     "status": str(outcome.status),
-                    "reason": outcome.reason[:4000],
-                    "host_state": host_state,
+                    "reason": clip_text(outcome.reason, 4000),
+                    "host_state": clip_text(host_state, 4000),
                 },
             )
     if not finished:
@@ -574,7 +575,9 @@ def run_probe(
             facts = probe_host(
                 host=host, transport=transport, vllm_executables=host_probe_executables(host=host)
             )
-    except TransportError as exc:
+    except Exception as exc:  # every failure is a recorded probe error, never "queued" for ever
+        if not isinstance(exc, TransportError):
+            log.exception("probing %s failed", host.name)
         error = f"{type(exc).__name__}: {exc}"
         host_record_probe_error(host=host, error=error, actor=actor)
         return {"host": host.name, "error": error}

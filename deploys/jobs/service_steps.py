@@ -51,7 +51,9 @@ def vllm_check(ctx: JobContext, rec: Recorder, found: Preflighted) -> StepResult
     config fails the job here, before production is stopped."""
     if found.service is None:
         return StepResult.skipped("the unit runs no vLLM server: nothing for vLLM to check")
-    check = check_vllm_args(ctx.transport, found.service, dict(found.environment))
+    check = check_vllm_args(
+        ctx.transport, found.service, dict(found.environment), unit_text=ctx.request.unit_text
+    )
     rec.read("vllm_check", check.as_json())
     if check.ok is None:
         return StepResult.skipped(f"not checked with the host's vLLM: {check.reason}")

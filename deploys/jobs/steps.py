@@ -36,7 +36,8 @@ from deploys.jobs.results import Preflighted, Pushed
 from deploys.jobs.service import VllmService, vllm_service
 from deploys.models import DeployRequest, PushedUnit
 from deploys.selectors import lint_versions
-from deploys.transports import TransportError, UnitPushError, push_unit
+from deploys.transports import PushInterrupted, TransportError, UnitPushError, push_unit
+from deploys.transports.bounds import clip_text
 from deploys.transports.push import PushResult, sha256_hex, verify_problems
 from deploys.unit_policy import denied_unit_reason, overwrite_problems
 from linting.findings import Severity
@@ -102,7 +103,7 @@ class StepResult:
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+    return clip_text(text, MAX_REASON_CHARS)
 
 
 def _error(exc: BaseException) -> str:
@@ -276,21 +277,26 @@ def push(ctx: JobContext, rec: Recorder) -> StepResult:
             expected_previous_sha256=request.host_unit_sha256,
         )
     except UnitPushError as exc:
-        if exc.result is None:  # refused before anything was written
-            return StepResult.failed(f"push refused: {exc}", removed_temp_files=stale)
+        if exc.result is None:  # refused, or the host still/unknowably has the old unit
+            where: dict[str, Any] = {}
+            if isinstance(exc, PushInterrupted):
+                where["host_file"] = exc.host_file
+            return StepResult.failed(f"{exc.headline}: {exc}", removed_temp_files=stale, **where)
         # The files moved; systemd did not load the unit as expected. That is the
         # reload/verify outcome, reported by the next step; the push itself happened.
         result = exc.result
         problems = str(exc)
     rec.provide(Pushed(result, problems))
     pushed_unit = _record_push(ctx, result)
+    if result.recovered:
+        rec.log(result.recovered)
     rec.log(
         f"wrote {result.path} (sha256 {result.sha256})"
         if result.changed
         else f"{result.path} already had this text (sha256 {result.sha256}); nothing written"
     )
     if result.backup_path:
-        rec.log(f"previous unit kept as {result.backup_path} (sha256 {result.previous_sha256})")
+        rec.log(f"previous unit kept as {result.backup_path} (sha256 {result.backup_sha256})")
     return StepResult.success(
         path=result.path,
         sha256=result.sha256,
@@ -329,6 +335,7 @@ def _record_push(ctx: JobContext, result: PushResult) -> PushedUnit:
                 "previous_sha256": result.previous_sha256 or "",
                 "backup_path": result.backup_path or "",
                 "changed": result.changed,
+                **({"recovered": clip_text(result.recovered)} if result.recovered else {}),
             },
             host_name=ctx.host.name,
             profile_name=request.profile_version.profile.name,

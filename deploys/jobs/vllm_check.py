@@ -13,6 +13,9 @@ writes one for every entry point). What it calls, and where vLLM keeps it:
   target model for model-free methods (ngram, suffix …); methods that need the target
   model's config raise "target_model_config must be present": left to the engine start.
 Hosts where no Python can be found, or whose vLLM lacks these, skip the check visibly.
+
+It runs as the unit's `User=`, never as root with code the service account controls
+(`deploys.jobs.run_as`, which also says when it does not run at all).
 """
 
 from __future__ import annotations
@@ -23,12 +26,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from deploys.jobs.run_as import plan_run_as
 from deploys.jobs.service import VllmService
-from deploys.transports.base import Transport
-from deploys.transports.errors import CommandTimeout
+from deploys.transports.base import CommandResult, Transport
+from deploys.transports.errors import CommandTimeout, TransportError
 
 CHECK_TIMEOUT_S = 120.0  # `import vllm` imports torch: seconds when warm, longer cold
 MARKER = "@@specadmin-vllm-check "
+SHEBANG_BYTES = 256  # the `#!` line pip writes is one short line
 _PYTHON = re.compile(r"python(\d+(\.\d+)*)?$")
 
 # Runs on the host under vLLM's Python; argv[1] is {"style": …, "args": [...]}. Prints one
@@ -107,6 +112,7 @@ class VllmCheck:
     version: str = ""
     stage: str = ""
     note: str = ""
+    user: str = ""  # whom it ran as on the host
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -116,6 +122,7 @@ class VllmCheck:
             "version": self.version,
             "stage": self.stage,
             "note": self.note,
+            "user": self.user,
         }
 
 
@@ -134,12 +141,19 @@ def python_for(transport: Transport, service: VllmService) -> tuple[str, str]:
     executable = _resolve(transport, service.argv[0])
     if not executable:
         return "", f"{service.argv[0]} is not on the host's PATH"
+    return _python_of(transport, executable)
+
+
+def _python_of(transport: Transport, executable: str) -> tuple[str, str]:
     if _PYTHON.search(posixpath.basename(executable)):
         return executable, ""
-    head = transport.run(["head", "-c", "256", "--", executable], timeout=30)
-    if not head.ok:
-        return "", f"cannot read {executable}: {head.stderr_text.strip()[:200]}"
-    first = head.stdout_text.split("\n", 1)[0]
+    try:  # bounded: a regular file only (never a FIFO or device), its first line
+        head = transport.read_file(executable, limit=SHEBANG_BYTES, partial=True)
+    except TransportError as exc:
+        return "", f"cannot read {executable}: {exc}"[:300]
+    if head is None:
+        return "", f"{executable} is not on the host"
+    first = head.decode(errors="replace").split("\n", 1)[0]
     if not first.startswith("#!"):
         return "", f"{executable} is not a script with a #! line (not a pip entry point)"
     words = first[2:].split()
@@ -158,42 +172,51 @@ def check_vllm_args(
     service: VllmService,
     environment: dict[str, str],
     *,
+    unit_text: str,
     timeout: float = CHECK_TIMEOUT_S,
 ) -> VllmCheck:
-    """Run CHECK_PROGRAM under the service's Python with the unit's environment."""
-    python, why = python_for(transport, service)
+    """Run CHECK_PROGRAM under the service's Python with the unit's environment, as the
+    unit's user (`deploys.jobs.run_as`); not at all where that cannot be done safely."""
+    executable = _resolve(transport, service.argv[0])
+    if not executable:
+        return VllmCheck(None, f"{service.argv[0]} is not on the host's PATH")
+    python, why = _python_of(transport, executable)
     if not python:
         return VllmCheck(None, why)
+    run_as = plan_run_as(
+        transport, unit_text, executables=[executable, python], environment=environment
+    )
+    if run_as.skip:
+        return VllmCheck(None, run_as.skip, python)
     request = json.dumps({"style": service.style, "args": list(service.vllm_args)})
     env = [f"{k}={v}" for k, v in sorted(environment.items()) if "=" not in k]
-    argv = (
-        ["env", *env, python, "-c", CHECK_PROGRAM, request]
-        if env
-        else [
-            python,
-            "-c",
-            CHECK_PROGRAM,
-            request,
-        ]
-    )
+    argv = [*run_as.prefix, "env", *env, python, "-c", CHECK_PROGRAM, request]
     try:
         result = transport.run(argv, timeout=timeout)
     except CommandTimeout:
-        return VllmCheck(None, f"the check did not finish within {timeout:g} s", python)
+        why = f"the check did not finish within {timeout:g} s"
+        return VllmCheck(None, why, python, user=run_as.user)
+    return _verdict(result, python, run_as.user)
+
+
+def _verdict(result: CommandResult, python: str, user: str) -> VllmCheck:
     lines = [line for line in result.stdout_text.splitlines() if line.startswith(MARKER)]
-    if not lines:
+    try:
+        answer = json.loads(lines[-1][len(MARKER) :]) if lines else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
         tail = (result.stderr_text or result.stdout_text).strip()[-1500:]
-        return VllmCheck(
-            None, f"{python} exited {result.exit_code} without a verdict: {tail}", python
-        )
-    answer = json.loads(lines[-1][len(MARKER) :])
+        why = f"{python} exited {result.exit_code} without a verdict: {tail}"
+        return VllmCheck(None, why, python, user=user)
     return VllmCheck(
-        ok=answer.get("ok"),
-        reason=answer.get("error", ""),
+        ok=answer.get("ok") if answer.get("ok") in (True, False, None) else None,
+        reason=str(answer.get("error", ""))[:3000],
         python=python,
-        version=answer.get("version", ""),
-        stage=answer.get("stage", ""),
-        note=answer.get("note", ""),
+        version=str(answer.get("version", ""))[:100],
+        stage=str(answer.get("stage", ""))[:100],
+        note=str(answer.get("note", ""))[:1000],
+        user=user,
     )
 
 

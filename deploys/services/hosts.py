@@ -24,6 +24,7 @@ from deploys.jobs import queue
 from deploys.models import DeployRequest, Host
 from deploys.permissions import ADD_HOST, CHANGE_HOST, REQUEST_DEPLOY, require
 from deploys.transports import TransportError
+from deploys.transports.bounds import STORED_STRING_CHARS, clip_json, clip_text
 from deploys.transports.ssh import HostKeyInfo, fingerprint_sha256, parse_pinned_key
 from deploys.transports.ssh import probe_host_key as _probe_host_key
 from units.rendering import is_python
@@ -385,16 +386,17 @@ def host_request_probe(*, host: Host, actor: User) -> None:
 
 def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) -> Host:
     """Save a probe's facts (from `deploys.probe.probe_host`); linting then targets them."""
-    errors = [str(e) for e in facts.get("errors", [])]
+    # Host output, clipped on its way into the row and the append-only audit event.
+    errors = [clip_text(str(e), STORED_STRING_CHARS) for e in facts.get("errors", [])]
     with transaction.atomic():
         host = Host.objects.select_for_update().get(pk=host.pk)
         host.systemd_version = facts.get("systemd_version")
         host.vllm_version = str(facts.get("vllm_version") or "")[:30]
         host.gpu_count = facts.get("gpu_count")
-        host.gpus = list(facts.get("gpus") or [])
-        host.managed_units = list(facts.get("managed_units") or [])
+        host.gpus = clip_json(list(facts.get("gpus") or []), 200)
+        host.managed_units = clip_json(list(facts.get("managed_units") or []), 300)
         host.probed_at = timezone.now()
-        host.probe_error = "\n".join(errors)
+        host.probe_error = clip_text("\n".join(errors))
         host.probe_queued_at = None
         host.save(
             update_fields=[
@@ -424,15 +426,16 @@ def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) 
 
 
 def host_record_probe_error(*, host: Host, error: str, actor: User | None) -> Host:
-    """A probe that could not connect (unreachable, key mismatch): keep the old facts,
-    show why on the host page, and record it."""
+    """A probe that could not connect (unreachable, key mismatch) or failed: keep the old
+    facts, show why on the host page, and record it."""
+    error = clip_text(error, STORED_STRING_CHARS)
     with transaction.atomic():
         Host.objects.filter(pk=host.pk).update(probe_error=error, probe_queued_at=None)
         _audit_host(
             AuditKind.HOST_PROBE_FAILED,
             actor,
             host,
-            {"error": error[:2000]},
+            {"error": error},
         )
     host.refresh_from_db()
     return host

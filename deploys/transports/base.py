@@ -9,17 +9,21 @@ so the same step code runs on both.
 from __future__ import annotations
 
 import abc
+import contextlib
+import hashlib
 import json
 import posixpath
 import re
+import stat as stat_mode
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from .errors import GpuUnavailable, RemoteCommandFailed, TransportError
-from .records import READ, REMOVE, RUN, WRITE, CommandLog
+from .bounds import MAX_READ_BYTES, MAX_STDOUT_BYTES, clip_text
+from .errors import GpuUnavailable, RemoteCommandFailed, TransportError, WriteFailed
+from .records import READ, REMOVE, RENAME, RUN, WRITE, CommandLog
 
 DEFAULT_COMMAND_TIMEOUT = 60.0
 # write_file_atomic's temp files are ".<name>.specadmin-<random>" beside the target.
@@ -62,16 +66,29 @@ def require_unit_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class CommandResult:
-    """Outcome of one command. Output is bytes: unit files and logs need not be UTF-8."""
+    """Outcome of one command. Output is bytes: unit files and logs need not be UTF-8.
+
+    Each stream was capped while it was read (`bounds`): `stdout` is the first
+    MAX_STDOUT_BYTES as printed (parsers see a clean cut, never a marker), `stderr` its
+    beginning and end with a marker line between; the `*_dropped` counts say how many
+    bytes were left out.
+    """
 
     exit_code: int
     stdout: bytes
     stderr: bytes
     duration: float
+    stdout_dropped: int = 0
+    stderr_dropped: int = 0
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0
+
+    @property
+    def stdout_complete(self) -> bool:
+        """False when the command printed more than was kept."""
+        return self.stdout_dropped == 0
 
     @property
     def stdout_text(self) -> str:
@@ -86,6 +103,59 @@ class CommandResult:
         if self.exit_code != 0:
             raise RemoteCommandFailed(list(argv), self.exit_code, self.stderr or self.stdout)
         return self
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """A file written beside its target and confirmed, not yet renamed over it: every
+    write, the close and the sync succeeded, and `size`/`sha256` are what the host read
+    back from the temp file (never what was meant to be written)."""
+
+    path: str
+    temp: str
+    size: int
+    sha256: str
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def regular_file_problem(mode: int, size: int, limit: int, partial: bool) -> str | None:
+    """Why a file of this `stat` mode and size is not read (None: read it)."""
+    if not stat_mode.S_ISREG(mode):
+        kinds = (
+            (stat_mode.S_ISDIR, "a directory"),
+            (stat_mode.S_ISCHR, "a character device (a masked unit is a link to /dev/null)"),
+            (stat_mode.S_ISBLK, "a block device"),
+            (stat_mode.S_ISFIFO, "a FIFO"),
+            (stat_mode.S_ISSOCK, "a socket"),
+        )
+        what = next((name for test, name in kinds if test(mode)), "not a regular file")
+        return f"it is {what}, not a regular file"
+    if size > limit and not partial:
+        return f"it is {size:,} bytes, more than the {limit:,} specadmin reads"
+    return None
+
+
+# `Transport.stage_file` over a shell: the temp file synced to disk (coreutils sync(1) on
+# a file: fsync), then its size and sha256 as the host reads them back.
+_DIGEST_SCRIPT = r"""
+sync -- "$1" || exit 3
+stat -c %s -- "$1" || exit 4
+sha256sum < "$1" || exit 5
+"""
+
+
+def parse_digest(argv: Sequence[str], result: CommandResult) -> tuple[int, str]:
+    """(size, sha256) from `_DIGEST_SCRIPT`'s output; WriteFailed naming the path else."""
+    lines = result.stdout_text.split()
+    if result.exit_code != 0 or len(lines) < 2 or not lines[0].isdigit():
+        why = {3: "sync (fsync) failed", 4: "stat failed", 5: "reading it back failed"}
+        reason = why.get(result.exit_code, f"reading it back exited {result.exit_code}")
+        detail = result.stderr_text.strip()[-300:]
+        raise WriteFailed(argv[-1], reason + (f": {detail}" if detail else ""))
+    return int(lines[0]), lines[1]
 
 
 @dataclass(frozen=True)
@@ -177,6 +247,7 @@ def _int_or_none(value: Any) -> int | None:
 
 
 NVIDIA_SMI_GPU_QUERY = "index,name,uuid,memory.used,memory.total"
+MAX_NAME_CHARS = 4096  # a process name is its executable's path (PATH_MAX)
 NVIDIA_SMI_APP_QUERY = "gpu_uuid,pid,used_memory,process_name"
 
 
@@ -191,11 +262,16 @@ def parse_nvidia_smi(gpu_csv: str, apps_csv: str) -> list[GpuInfo]:
         if not line.strip():
             continue
         parts = [p.strip() for p in line.split(", ")]
-        if len(parts) < 4:
-            raise GpuUnavailable(f"unexpected nvidia-smi compute-apps line: {line!r}")
+        if len(parts) < 4 or not parts[1].isdecimal():
+            raise GpuUnavailable(f"unexpected nvidia-smi compute-apps line: {_shown(line)}")
         uuid, pid, used, name = parts[0], parts[1], parts[2], ", ".join(parts[3:])
         procs.setdefault(uuid, []).append(
-            GpuProcess(pid=int(pid), name=name, used_mib=_int_or_none(used), gpu_uuid=uuid)
+            GpuProcess(
+                pid=int(pid),
+                name=clip_text(name, MAX_NAME_CHARS),
+                used_mib=_int_or_none(used),
+                gpu_uuid=uuid,
+            )
         )
     gpus: list[GpuInfo] = []
     for line in gpu_csv.splitlines():
@@ -203,13 +279,13 @@ def parse_nvidia_smi(gpu_csv: str, apps_csv: str) -> list[GpuInfo]:
             continue
         parts = [p.strip() for p in line.split(", ")]
         if len(parts) != 5:
-            raise GpuUnavailable(f"unexpected nvidia-smi line: {line!r}")
+            raise GpuUnavailable(f"unexpected nvidia-smi line: {_shown(line)}")
         index, name, uuid, used, total = parts
         try:
             gpus.append(
                 GpuInfo(
                     index=int(index),
-                    name=name,
+                    name=clip_text(name, MAX_NAME_CHARS),
                     uuid=uuid,
                     memory_used_mib=int(used),
                     memory_total_mib=int(total),
@@ -217,8 +293,14 @@ def parse_nvidia_smi(gpu_csv: str, apps_csv: str) -> list[GpuInfo]:
                 )
             )
         except ValueError as exc:
-            raise GpuUnavailable(f"unexpected nvidia-smi line: {line!r}") from exc
+            raise GpuUnavailable(f"unexpected nvidia-smi line: {_shown(line)}") from exc
     return gpus
+
+
+def _shown(line: str, limit: int = 200) -> str:
+    """A line of a host's output quoted in a message, at most `limit` characters of it."""
+    more = len(line) - limit
+    return repr(line[:limit]) + (f" (+{more:,} characters)" if more > 0 else "")
 
 
 # --------------------------------------------------------------------------------------
@@ -256,28 +338,83 @@ class Transport(abc.ABC):
         with self.command_log.recording(RUN, words, bound_s=self.host_bound(timeout)) as out:
             result = self._run(argv, timeout=timeout, input=input)
             out["exit_code"] = result.exit_code
-            out["stdout_bytes"] = len(result.stdout)
+            out["stdout_bytes"] = len(result.stdout) + result.stdout_dropped
+            out["dropped_bytes"] = result.stdout_dropped + result.stderr_dropped
             if result.exit_code != 0:
                 out["stderr"] = result.stderr_text.strip()
         return result
 
-    def read_file(self, path: str) -> bytes | None:
-        """The file's bytes, or None when it does not exist."""
+    def read_file(
+        self, path: str, *, limit: int = MAX_READ_BYTES, partial: bool = False
+    ) -> bytes | None:
+        """The file's bytes, or None when it does not exist.
+
+        Bounded (`bounds`): the path is `stat`ed first and only a regular file is opened
+        (never a device or a FIFO: FileRefused), and at most `limit` bytes are read. A
+        larger file is refused (FileRefused with its size), or with `partial` its first
+        `limit` bytes are returned (a `#!` line).
+        """
         with self.command_log.recording(READ, [path]) as out:
-            data = self._read_file(path)
+            data = self._read_file(path, limit, partial)
             out["exit_code"] = 0 if data is not None else 1
             out["stdout_bytes"] = len(data or b"")
         return data
 
-    def write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
-        """Replace `path` atomically: readers see the old or the new file, never a mix.
+    def stage_file(self, path: str, data: bytes, mode: int = 0o644) -> StagedFile:
+        """Write `data` to a new temp file beside `path` (same filesystem, so the rename
+        that follows is atomic), every write and the close confirmed, synced to disk, its
+        size and sha256 read back on the host and compared with `data`.
 
-        Temp file in the same directory (rename(2) is only atomic within one filesystem),
-        flushed to disk, then renamed over the target. On failure the old file is untouched
-        and the temp file removed where the connection still allows it.
+        Raises WriteFailed (DiskFull when the host has no room) with the temp file removed
+        where the connection still allows it; `path` itself is never touched here.
         """
-        with self.command_log.recording(WRITE, [path, f"{len(data)} bytes", f"mode {mode:o}"]):
-            self._write_file_atomic(path, data, mode)
+        argv = [path, f"{len(data)} bytes", f"mode {mode:o}"]
+        with self.command_log.recording(WRITE, argv) as out:
+            staged = self._stage_file(path, data, mode)
+            expected = sha256_hex(data)
+            if (staged.size, staged.sha256) != (len(data), expected):
+                self.discard_file(staged)
+                raise WriteFailed(
+                    path,
+                    f"the host holds {staged.size} bytes (sha256 {staged.sha256}) where "
+                    f"{len(data)} bytes (sha256 {expected}) were sent",
+                )
+            out["stdout_bytes"] = staged.size
+            out["note"] = f"read back on the host: {staged.size} bytes, sha256 {staged.sha256}"
+        return staged
+
+    def commit_file(self, staged: StagedFile) -> None:
+        """Rename a staged file over its target (atomic: readers see the old or the new)."""
+        temp = posixpath.basename(staged.temp)
+        with self.command_log.recording(RENAME, [staged.path, f"from {temp}"]):
+            self._commit_file(staged)
+
+    def discard_file(self, staged: StagedFile) -> None:
+        """Remove a staged temp file, where the connection still allows it."""
+        # Else left for `remove_stale_temp_files` (the next push, under the host lock).
+        with contextlib.suppress(TransportError, OSError):
+            self._remove_file(staged.temp)
+
+    def write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> StagedFile:
+        """Replace `path` atomically with `data`, verified (`stage_file`) before the rename:
+        on failure the old file is untouched. Returns what the host read back."""
+        staged = self.stage_file(path, data, mode)
+        try:
+            self.commit_file(staged)
+        except BaseException:
+            self.discard_file(staged)
+            raise
+        return staged
+
+    def reconnect(self) -> None:  # noqa: B027 (a no-op unless there is a connection)
+        """Forget the connection, so the next operation opens a fresh one (after a
+        connection was cut mid-operation). Nothing to do for a transport without one."""
+
+    def _digest_on_host(self, temp: str) -> tuple[int, str]:
+        """Sync `temp` and read its size and sha256 back on the host (a shell command,
+        part of the write's own record)."""
+        argv = ["sh", "-c", _DIGEST_SCRIPT, "sh", temp]
+        return parse_digest(argv, self._run(argv, timeout=self.command_timeout))
 
     def remove_file(self, path: str) -> bool:
         """Remove a file; False when it did not exist."""
@@ -303,10 +440,13 @@ class Transport(abc.ABC):
     ) -> CommandResult: ...
 
     @abc.abstractmethod
-    def _read_file(self, path: str) -> bytes | None: ...
+    def _read_file(self, path: str, limit: int, partial: bool) -> bytes | None: ...
 
     @abc.abstractmethod
-    def _write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None: ...
+    def _stage_file(self, path: str, data: bytes, mode: int) -> StagedFile: ...
+
+    @abc.abstractmethod
+    def _commit_file(self, staged: StagedFile) -> None: ...
 
     @abc.abstractmethod
     def _remove_file(self, path: str) -> bool: ...
@@ -395,7 +535,12 @@ class Transport(abc.ABC):
         result = self.run(argv, timeout=timeout)
         if result.exit_code != 0 and not result.stdout.strip():
             raise RemoteCommandFailed(argv, result.exit_code, result.stderr)
-        return parse_journal_json(result.stdout)
+        out = result.stdout
+        if not result.stdout_complete:
+            # Capped mid-entry: parse the whole entries; the next read resumes after the
+            # last one's cursor.
+            out = out[: out.rfind(b"\n") + 1]
+        return parse_journal_json(out)
 
     def gpu_status(self) -> list[GpuInfo]:
         """All GPUs with memory and compute processes, via `nvidia-smi` on the host.
@@ -414,6 +559,11 @@ class Transport(abc.ABC):
                 NVIDIA_SMI_APP_QUERY,
             ]
         )
+        if not result.stdout_complete:
+            raise GpuUnavailable(
+                f"nvidia-smi printed more than {MAX_STDOUT_BYTES:,} bytes "
+                f"({result.stdout_dropped:,} more not kept): not a GPU listing"
+            )
         parts = _SMI_MARKER.split(result.stdout_text)
         outputs, codes = parts[0::2], [int(c) for c in parts[1::2]]
         error = (result.stderr_text or result.stdout_text).strip()[-500:]
@@ -443,11 +593,14 @@ __all__ = [
     "GpuInfo",
     "GpuProcess",
     "JournalEntry",
+    "StagedFile",
     "Transport",
     "TransportError",
     "is_valid_unit_name",
     "parse_journal_json",
     "parse_nvidia_smi",
     "parse_show",
+    "regular_file_problem",
     "require_unit_name",
+    "sha256_hex",
 ]

@@ -69,6 +69,32 @@ class RemoteCommandFailed(TransportError):
         )
 
 
+class FileRefused(TransportError):
+    """A file on the host that specadmin will not read: not a regular file (a device, a
+    FIFO, a directory, a link to `/dev/null`), or larger than the reader's limit."""
+
+    def __init__(self, path: str, why: str, *, size: int | None = None) -> None:
+        self.path = path
+        self.why = why
+        self.size = size
+        super().__init__(f"{path} on the host was not read: {why}")
+
+
+class WriteFailed(TransportError):
+    """A write to the host was not confirmed (a write, the close or the sync failed, or
+    what the host holds afterwards is not what was sent); the target was not replaced."""
+
+    def __init__(self, path: str, why: str) -> None:
+        self.path = path
+        self.why = why
+        super().__init__(f"writing {path} on the host failed: {why}; {path} was not replaced")
+
+
+class DiskFull(WriteFailed):
+    """The host's filesystem has no room for the file (ENOSPC, or the free space the host
+    reports after a failed write is smaller than the file)."""
+
+
 class GpuUnavailable(TransportError):
     """GPU state cannot be read: no driver/NVML, no nvidia-smi, or unparsable output."""
 

@@ -12,15 +12,18 @@ which reports host PIDs.
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import os
 import signal
+import stat as stat_mode
 import subprocess
 import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from types import ModuleType
-from typing import Any
+from typing import IO, Any
 
 from .base import (
     DEFAULT_COMMAND_TIMEOUT,
@@ -28,10 +31,21 @@ from .base import (
     CommandResult,
     GpuInfo,
     GpuProcess,
+    StagedFile,
     Transport,
+    regular_file_problem,
     require_unit_name,
 )
-from .errors import CommandTimeout, GpuUnavailable, RemoteCommandFailed, TransportError
+from .bounds import CappedBuffer, output_buffers
+from .errors import (
+    CommandTimeout,
+    DiskFull,
+    FileRefused,
+    GpuUnavailable,
+    RemoteCommandFailed,
+    TransportError,
+    WriteFailed,
+)
 from .records import DBUS, NVML
 
 SYSTEMD = b"org.freedesktop.systemd1"
@@ -42,6 +56,10 @@ PROPS_IFACE = b"org.freedesktop.DBus.Properties"
 PRIVATE_BUS = b"unix:path=/run/systemd/private"
 USEC_INFINITY = 2**64 - 1
 MIB = 1024 * 1024
+# After the process group was killed, how long the readers wait for the pipes to close: a
+# process that left the group (setsid) may hold them open for ever.
+PIPE_GRACE_S = 2.0
+_CHUNK = 1 << 16
 
 
 def _pystemd() -> tuple[Any, Any]:
@@ -132,24 +150,50 @@ class LocalTransport(Transport):
             return CommandResult(127, b"", msg, time.monotonic() - started)
         except PermissionError as exc:
             return CommandResult(126, b"", f"{exc}\n".encode(), time.monotonic() - started)
-        try:
-            out, err = proc.communicate(input, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            raise CommandTimeout(argv, timeout, out or b"", err or b"") from None
-        return CommandResult(proc.returncode, out, err, time.monotonic() - started)
+        out, err = output_buffers()
+        timed_out = _communicate(proc, input, timeout, out, err)
+        if timed_out:
+            raise CommandTimeout(argv, timeout, out.head(), err.value(stream="stderr"))
+        return CommandResult(
+            proc.returncode,
+            out.head(),
+            err.value(stream="stderr"),
+            time.monotonic() - started,
+            stdout_dropped=out.dropped,
+            stderr_dropped=err.dropped,
+        )
 
     # -- files ---------------------------------------------------------------------------
-    def _read_file(self, path: str) -> bytes | None:
+    def _read_file(self, path: str, limit: int, partial: bool) -> bytes | None:
+        """`stat` first (a FIFO or device is never opened), then open without blocking or
+        taking a terminal, `fstat` the same file again, and read at most `limit` (+1)."""
         try:
-            with open(path, "rb") as f:
-                return f.read()
+            before = os.stat(path)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise TransportError(f"cannot read {path}: {exc}") from exc
+        _refuse_unless_regular(path, before, limit, partial)
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise TransportError(f"cannot read {path}: {exc}") from exc
+        try:
+            opened = os.fstat(fd)
+            if (opened.st_dev, opened.st_ino) != (before.st_dev, before.st_ino):
+                raise FileRefused(path, "it was replaced while it was being opened")
+            _refuse_unless_regular(path, opened, limit, partial)
+            data = _read_at_most(fd, limit if partial else limit + 1)
+        except OSError as exc:
+            raise TransportError(f"cannot read {path}: {exc}") from exc
+        finally:
+            os.close(fd)
+        if len(data) > limit:
+            raise FileRefused(path, f"it grew past the {limit:,} bytes specadmin reads")
+        return data
 
     def _remove_file(self, path: str) -> bool:
         try:
@@ -160,34 +204,41 @@ class LocalTransport(Transport):
             raise TransportError(f"cannot remove {path}: {exc}") from exc
         return True
 
-    def _write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
-        """mkstemp beside the target, write, fchmod, fsync, os.replace, fsync the directory.
-
-        The directory fsync makes the rename itself durable (rename(2), fsync(2)).
-        """
+    def _stage_file(self, path: str, data: bytes, mode: int) -> StagedFile:
+        """mkstemp beside the target, write, fchmod, fsync, close (each checked), then the
+        file read back from the disk for its size and sha256."""
         directory, name = os.path.split(os.path.abspath(path))
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{name}{TEMP_INFIX}", dir=directory)
         except OSError as exc:
-            raise TransportError(f"cannot write {path}: {exc}") from exc
+            raise _write_error(path, exc) from exc
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fchmod(f.fileno(), mode)
                 os.fsync(f.fileno())
-            os.replace(tmp, path)
+            size, sha = _digest(tmp)
         except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             if isinstance(exc, OSError):
-                raise TransportError(f"cannot write {path}: {exc}") from exc
+                raise _write_error(path, exc) from exc
             raise
-        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        return StagedFile(os.path.abspath(path), tmp, size, sha)
+
+    def _commit_file(self, staged: StagedFile) -> None:
+        """os.replace, then fsync the directory: that makes the rename itself durable
+        (rename(2), fsync(2))."""
         try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+            os.replace(staged.temp, staged.path)
+            dir_fd = os.open(os.path.dirname(staged.path), os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        except OSError as exc:
+            raise TransportError(f"cannot rename into {staged.path}: {exc}") from exc
 
     # -- systemd over D-Bus --------------------------------------------------------------
     @contextlib.contextmanager
@@ -358,6 +409,89 @@ class LocalTransport(Transport):
             return gpus
         except nvml.NVMLError as exc:
             raise GpuUnavailable(f"NVML query failed: {exc}") from exc
+
+
+def _communicate(
+    proc: subprocess.Popen[bytes],
+    input: bytes | None,
+    timeout: float,
+    out: CappedBuffer,
+    err: CappedBuffer,
+) -> bool:
+    """`Popen.communicate`, but each stream capped while it is read (communicate keeps
+    everything); True when the deadline passed and the process group was killed."""
+    threads = [
+        threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
+        threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True),
+    ]
+    if proc.stdin is not None:
+        threads.append(threading.Thread(target=_feed, args=(proc.stdin, input), daemon=True))
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    for thread in threads[:2]:  # the output is complete once both pipes closed
+        thread.join(max(0.0, deadline - time.monotonic()) + PIPE_GRACE_S)
+    return timed_out
+
+
+def _pump(pipe: IO[bytes] | None, into: CappedBuffer) -> None:
+    if pipe is None:
+        return
+    with pipe:
+        while chunk := os.read(pipe.fileno(), _CHUNK):
+            into.feed(chunk)
+
+
+def _feed(pipe: IO[bytes], data: bytes | None) -> None:
+    # OSError: the command exited without reading all of it.
+    with contextlib.suppress(OSError), pipe:
+        if data:
+            pipe.write(data)
+
+
+def _refuse_unless_regular(path: str, st: os.stat_result, limit: int, partial: bool) -> None:
+    problem = regular_file_problem(st.st_mode, st.st_size, limit, partial)
+    if problem:
+        raise FileRefused(path, problem, size=st.st_size)
+
+
+def _read_at_most(fd: int, count: int) -> bytes:
+    parts: list[bytes] = []
+    left = count
+    while left > 0:
+        chunk = os.read(fd, min(left, _CHUNK))
+        if not chunk:
+            break
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
+def _digest(path: str) -> tuple[int, str]:
+    """Size and sha256 of a file as the disk serves it now (the write, read back)."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        if not stat_mode.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return size, digest.hexdigest()
+
+
+def _write_error(path: str, exc: OSError) -> WriteFailed:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return DiskFull(path, f"disk full: {os.path.dirname(path)}: {exc.strerror}")
+    return WriteFailed(path, str(exc))
 
 
 def _memory_info(nvml: Any, handle: Any) -> Any:

@@ -23,7 +23,8 @@ from typing import Any
 # (one record per forward: its lifetime, the bytes back from the host, refused connections).
 RUN = "run"
 READ = "read"
-WRITE = "write"
+WRITE = "write"  # a file staged beside its target, confirmed and read back
+RENAME = "rename"  # a staged file renamed over its target
 REMOVE = "remove"
 DBUS = "dbus"
 NVML = "nvml"
@@ -47,6 +48,8 @@ class CommandRecord:
     bound_s: float | None = None  # host-side bound (`timeout(1)`), SSH commands
     stdout_bytes: int = 0
     stderr_tail: str = ""
+    dropped_bytes: int = 0  # output over the per-stream caps (`bounds`), not kept
+    note: str = ""  # what a write read back on the host
 
     def as_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -64,6 +67,10 @@ class CommandRecord:
             data["out_bytes"] = self.stdout_bytes
         if self.stderr_tail:
             data["stderr"] = self.stderr_tail
+        if self.dropped_bytes:
+            data["dropped_bytes"] = self.dropped_bytes
+        if self.note:
+            data["note"] = self.note
         return data
 
     @property
@@ -124,6 +131,8 @@ class CommandLog:
                 bound_s=bound_s,
                 stdout_bytes=int(outcome.get("stdout_bytes") or 0),
                 stderr_tail=str(outcome.get("stderr") or "")[-STDERR_TAIL:],
+                dropped_bytes=int(outcome.get("dropped_bytes") or 0),
+                note=str(outcome.get("note") or "")[:STDERR_TAIL],
             )
         )
 
@@ -167,6 +176,7 @@ __all__ = [
     "NVML",
     "READ",
     "REMOVE",
+    "RENAME",
     "RUN",
     "WRITE",
     "CommandLog",

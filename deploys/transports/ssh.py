@@ -12,6 +12,12 @@ paramiko facts relied on (paramiko docs: SSHClient.connect, Channel, SFTPClient)
 - `SFTPClient` is not safe to share across threads: one per thread (thread-local), all on
   the one SSH connection. `posix_rename` (posix-rename@openssh.com) replaces the target
   atomically, unlike SFTP `rename`, which fails when the target exists.
+- paramiko's pipelined writes never check the server's answers (paramiko sftp_file.py
+  `_write` queues them; `_close` waits only for requests registered to the file, which
+  writes are not) and `SFTPFile.close()` swallows a failed CLOSE (`except (IOError,
+  socket.error): pass`). So writes here are not pipelined (each waits for its status),
+  CLOSE is sent and checked by `_close_checked`, and the file is read back on the host
+  before the rename (`Transport.stage_file`).
 - `Transport.open_channel("direct-tcpip", dest_addr, src_addr, timeout=…)` opens a port
   forward on the same connection; a refusal raises `ChannelException` carrying the RFC 4254
   §5.1 reason code (paramiko `transport.py`, `_parse_channel_open_failure`). OpenSSH
@@ -41,18 +47,29 @@ from typing import Any, NamedTuple, TypeVar
 
 import paramiko
 from paramiko.message import Message
-from paramiko.sftp import CMD_EXTENDED
+from paramiko.sftp import CMD_CLOSE
 
-from .base import DEFAULT_COMMAND_TIMEOUT, TEMP_INFIX, CommandResult, Transport
+from .base import (
+    DEFAULT_COMMAND_TIMEOUT,
+    TEMP_INFIX,
+    CommandResult,
+    StagedFile,
+    Transport,
+    regular_file_problem,
+)
+from .bounds import CappedBuffer, output_buffers
 from .channel_open import open_channel
 from .errors import (
     AuthenticationFailed,
     CommandTimeout,
     ConnectionLost,
+    DiskFull,
+    FileRefused,
     ForwardRefused,
     HostKeyMismatch,
     HostUnreachable,
     TransportError,
+    WriteFailed,
 )
 from .forward import LISTEN_ADDRESS, LocalForward
 from .records import CONNECT, FORWARD, REMOVE, CommandRecord
@@ -352,6 +369,12 @@ class SSHTransport(Transport):
             self._closed = True
             self._drop_locked()
 
+    def reconnect(self) -> None:
+        """Drop the connection (and every SFTP client on it); the next operation connects
+        anew with the same pinned key."""
+        with self._lock:
+            self._drop_locked()
+
     # -- commands ------------------------------------------------------------------------
     def _open(self, what: str, opener: Callable[[paramiko.Transport], T], deadline: float) -> T:
         """Open a channel (session or SFTP) with `opener`, coping with two conditions.
@@ -430,14 +453,14 @@ class SSHTransport(Transport):
             lambda t: open_channel(t, "session", min(timeout, self.connect_timeout)),
             deadline,
         )
-        out, err = bytearray(), bytearray()
+        out, err = output_buffers()
         try:
             chan.exec_command(command)
             _send_stdin(chan, input)
             self._drain_until_eof(chan, out, err, deadline, argv_list, timeout)
             # Output is complete; the exit status follows (or the channel closes).
             if not chan.status_event.wait(max(0.0, deadline - time.monotonic())):
-                raise CommandTimeout(argv_list, timeout, bytes(out), bytes(err))
+                raise _timeout(argv_list, timeout, out, err)
             exit_code = chan.recv_exit_status()  # -1: killed by a signal (no exit-status)
         except CommandTimeout:
             _send_signal(chan, "KILL")
@@ -446,19 +469,27 @@ class SSHTransport(Transport):
             raise ConnectionLost(f"{self!r}: {argv_list!r} interrupted: {exc}") from exc
         finally:
             chan.close()
-        return CommandResult(exit_code, bytes(out), bytes(err), time.monotonic() - started)
+        return CommandResult(
+            exit_code,
+            out.head(),
+            err.value(stream="stderr"),
+            time.monotonic() - started,
+            stdout_dropped=out.dropped,
+            stderr_dropped=err.dropped,
+        )
 
     def _drain_until_eof(
         self,
         chan: paramiko.Channel,
-        out: bytearray,
-        err: bytearray,
+        out: CappedBuffer,
+        err: CappedBuffer,
         deadline: float,
         argv_list: list[str],
         timeout: float,
     ) -> None:
         """Read stdout and stderr into `out`/`err` until the command's EOF (both streams,
-        so neither window fills up: module docstring); CommandTimeout past `deadline`."""
+        so neither window fills up: module docstring); CommandTimeout past `deadline`.
+        Past the caps the bytes are still read (the window must not fill) but not kept."""
         while True:
             _read_available(chan, out, err)
             if chan.eof_received and not chan.recv_ready() and not chan.recv_stderr_ready():
@@ -471,7 +502,7 @@ class SSHTransport(Transport):
                 raise ConnectionLost(f"{self!r}: connection lost while running {argv_list!r}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise CommandTimeout(argv_list, timeout, bytes(out), bytes(err))
+                raise _timeout(argv_list, timeout, out, err)
             select.select([chan], [], [], min(remaining, 1.0))
 
     # -- port forwards -------------------------------------------------------------------
@@ -595,18 +626,30 @@ class SSHTransport(Transport):
         t = client.get_transport() if client is not None else None
         return t is not None and t.is_active()
 
-    def _read_file(self, path: str) -> bytes | None:
+    def _read_file(self, path: str, limit: int, partial: bool) -> bytes | None:
+        """SFTP `stat` first (a FIFO or device is never opened: opening a FIFO would block
+        the host's sftp-server), `fstat` of the opened file again (the path may have been
+        swapped in between), then at most `limit` bytes (+1, to see a file that grew)."""
         _require_absolute(path)
+        sftp = self._sftp()
         try:
-            with self._sftp().open(path, "rb") as f:
-                f.prefetch()
-                return f.read()
+            _refuse_unless_regular(path, sftp.stat(path), limit, partial)
+            with sftp.open(path, "rb") as f:
+                opened = f.stat()
+                _refuse_unless_regular(path, opened, limit, partial)
+                size = opened.st_size or 0
+                if size and not partial:
+                    f.prefetch(size)
+                data = f.read(limit if partial else limit + 1)
         except OSError as exc:
             if exc.errno == errno.ENOENT:
                 return None
             raise self._io_error("read", path, exc) from exc
         except (paramiko.SSHException, EOFError) as exc:
             raise self._io_error("read", path, exc) from exc
+        if len(data) > limit:
+            raise FileRefused(path, f"it grew past the {limit:,} bytes specadmin reads")
+        return data
 
     def _remove_file(self, path: str) -> bool:
         _require_absolute(path)
@@ -620,12 +663,11 @@ class SSHTransport(Transport):
             raise self._io_error("remove", path, exc) from exc
         return True
 
-    def _write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
-        """SFTP upload to `.<name>.specadmin-<random>` beside the target, then posix_rename.
-
-        The temp file is created with O_EXCL, chmod-ed, fsync-ed (fsync@openssh.com where
-        the server offers it) before the rename. If the connection dies mid-upload the
-        target is untouched; the temp file then stays until `remove_stale_temp_files`.
+    def _stage_file(self, path: str, data: bytes, mode: int) -> StagedFile:
+        """SFTP upload to `.<name>.specadmin-<random>` beside the target: created with
+        O_EXCL, every write's status awaited, chmod-ed, CLOSE checked; then synced and read
+        back on the host (`Transport._digest_on_host`). If the connection dies mid-upload
+        the temp file stays until `remove_stale_temp_files`; the target is never touched.
         """
         _require_absolute(path)
         directory, name = posixpath.split(path)
@@ -635,22 +677,56 @@ class SSHTransport(Transport):
         sftp = self._sftp()
         created = False
         try:
-            with sftp.open(tmp, "wbx") as f:
-                created = True
-                f.set_pipelined(True)
+            f = sftp.open(tmp, "wbx")
+            created = True
+            try:
+                f.set_pipelined(False)  # each write waits for its status (module docstring)
                 f.write(data)
                 f.chmod(mode)
-                f.flush()
-                _fsync(sftp, f)
-            sftp.posix_rename(tmp, path)
+            finally:
+                _close_checked(sftp, f)
+            size, sha = self._digest_on_host(tmp)
         except BaseException as exc:
             if created:
-                # If the connection is gone the temp file stays; the target is intact.
                 with contextlib.suppress(Exception):
                     sftp.remove(tmp)
             if isinstance(exc, Exception):
-                raise self._io_error("write", path, exc) from exc
+                raise self._write_error(path, len(data), exc) from exc
             raise
+        return StagedFile(path, tmp, size, sha)
+
+    def _write_error(self, path: str, size: int, exc: BaseException) -> TransportError:
+        """The error a failed write raises: DiskFull when the host's filesystem has less
+        room than the file (OpenSSH's sftp-server reports ENOSPC as a bare "Failure")."""
+        if isinstance(exc, TransportError):  # connection lost, timeout, read back failed
+            return exc
+        error = self._io_error("write", path, exc)
+        if isinstance(error, ConnectionLost):
+            return error
+        free = self._free_bytes(posixpath.dirname(path))
+        if free is not None and free < size + 4096:
+            return DiskFull(
+                path,
+                f"disk full: {posixpath.dirname(path)} on the host has {free:,} bytes free, "
+                f"the file needs {size:,} ({exc})",
+            )
+        return WriteFailed(path, str(exc) or type(exc).__name__)
+
+    def _free_bytes(self, directory: str) -> int | None:
+        """Free bytes of the filesystem holding `directory`, as root may use them
+        (`stat -f`: free blocks × block size); None when it cannot be read."""
+        try:
+            result = self._run(["stat", "-f", "-c", "%f %S", "--", directory], timeout=30)
+            blocks, block_size = result.stdout_text.split()
+            return int(blocks) * int(block_size)
+        except (TransportError, ValueError):
+            return None
+
+    def _commit_file(self, staged: StagedFile) -> None:
+        try:
+            self._sftp().posix_rename(staged.temp, staged.path)
+        except Exception as exc:
+            raise self._io_error("rename into", staged.path, exc) from exc
 
     def remove_stale_temp_files(self, path: str) -> list[str]:
         """As Transport.remove_stale_temp_files, over SFTP (no shell, no glob quoting)."""
@@ -679,12 +755,39 @@ def _send_stdin(chan: paramiko.Channel, data: bytes | None) -> None:
         chan.shutdown_write()  # EOF on stdin: `cat` and friends do not wait
 
 
-def _read_available(chan: paramiko.Channel, out: bytearray, err: bytearray) -> None:
+def _timeout(
+    argv: list[str], timeout: float, out: CappedBuffer, err: CappedBuffer
+) -> CommandTimeout:
+    return CommandTimeout(argv, timeout, out.head(), err.value(stream="stderr"))
+
+
+def _read_available(chan: paramiko.Channel, out: CappedBuffer, err: CappedBuffer) -> None:
     """Whatever stdout and stderr hold now, without waiting."""
     while chan.recv_ready():
-        out += chan.recv(_CHUNK)
+        out.feed(chan.recv(_CHUNK))
     while chan.recv_stderr_ready():
-        err += chan.recv_stderr(_CHUNK)
+        err.feed(chan.recv_stderr(_CHUNK))
+
+
+def _refuse_unless_regular(
+    path: str, attrs: paramiko.SFTPAttributes, limit: int, partial: bool
+) -> None:
+    problem = regular_file_problem(attrs.st_mode or 0, attrs.st_size or 0, limit, partial)
+    if problem:
+        raise FileRefused(path, problem, size=attrs.st_size)
+
+
+def _close_checked(sftp: paramiko.SFTPClient, f: paramiko.SFTPFile) -> None:
+    """Close an SFTP file and check the server's answer (paramiko's `close()` ignores a
+    failed CLOSE: module docstring). The file is marked closed first, so paramiko never
+    sends a second CLOSE for a handle the server may already have given to another file."""
+    if f.closed:
+        return
+    try:
+        f.flush()
+    finally:
+        f._closed = True  # BufferedFile's own flag (paramiko file.py `close`)
+        sftp._request(CMD_CLOSE, f.handle)
 
 
 def _no_nagle(sock: Any) -> None:
@@ -705,16 +808,6 @@ def _feed_stdin(chan: paramiko.Channel, data: bytes) -> None:
         chan.shutdown_write()
     except Exception:
         pass  # the command exited or the channel was closed; run() reports that
-
-
-def _fsync(sftp: paramiko.SFTPClient, f: paramiko.SFTPFile) -> None:
-    """fsync@openssh.com (OpenSSH sftp-server ≥ 6.5; PROTOCOL in openssh-portable).
-
-    paramiko has no public call for it; posix_rename uses the same `_request` path.
-    """
-    # Not offered by this server: the rename is still atomic, just not durable.
-    with contextlib.suppress(OSError):
-        sftp._request(CMD_EXTENDED, "fsync@openssh.com", f.handle)
 
 
 def _require_absolute(path: str) -> None:

@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.utils import timezone
 
 from audit.models import AuditEvent
 from deploys.connect import HostNotReady, transport_for
+from deploys.jobs import runner
 from deploys.models import Host
 from deploys.probe import (
     MANAGED_MARKER,
@@ -29,6 +31,7 @@ from deploys.services.hosts import (
     host_rescan_key,
 )
 from deploys.transports import CommandResult, GpuInfo, GpuUnavailable, HostUnreachable, Transport
+from deploys.transports.base import StagedFile
 from deploys.transports.local import LocalTransport
 from deploys.transports.ssh import HostKeyInfo, SSHTransport
 from tests.deploys.helpers import Enqueued, People, fake_host_key
@@ -264,10 +267,13 @@ class ScriptedTransport(Transport):
             raise self.gpus
         return self.gpus
 
-    def _read_file(self, path: str) -> bytes | None:
+    def _read_file(self, path: str, limit: int, partial: bool) -> bytes | None:
         raise NotImplementedError
 
-    def _write_file_atomic(self, path: str, data: bytes, mode: int = 0o644) -> None:
+    def _stage_file(self, path: str, data: bytes, mode: int) -> StagedFile:
+        raise NotImplementedError
+
+    def _commit_file(self, staged: StagedFile) -> None:
         raise NotImplementedError
 
     def _remove_file(self, path: str) -> bool:
@@ -385,3 +391,19 @@ def run_probe() -> Callable[..., dict[str, Any]]:
         return probe_host(host=host, transport=scripted(), vllm_executables=["/opt/vllm/bin/vllm"])
 
     return run
+
+
+def test_a_probe_that_fails_in_an_unexpected_way_is_recorded_and_no_longer_queued(
+    host: Host,
+) -> None:
+    """Not only connection errors: any failure ends the wait and is audited like a
+    probe result (a host left "probe queued" for ever helps no one)."""
+    Host.objects.filter(pk=host.pk).update(probe_queued_at=timezone.now())
+    broken = ValueError("invalid literal for int() with base 10: '12ab'")
+    answer = runner.run_probe(host.pk, None, connect=lambda h: scripted(gpus=broken))
+    host.refresh_from_db()
+    assert host.probe_queued_at is None
+    assert host.probe_error == "ValueError: invalid literal for int() with base 10: '12ab'"
+    assert answer["error"] == host.probe_error
+    event = AuditEvent.objects.get(kind="host.probe_failed", object_id=str(host.pk))
+    assert event.payload == {"error": host.probe_error}

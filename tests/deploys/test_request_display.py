@@ -9,8 +9,9 @@ from collections.abc import Callable
 
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
-from deploys.models import DeployRequest, JobStep
+from deploys.models import DeployRequest, Host, JobStep
 from tests.deploys.helpers import FakeHosts, People
 from units.masking import MASK
 from units.models import ServiceProfile
@@ -119,3 +120,69 @@ def test_the_status_filter_names_a_rollback_truly_whether_it_restored_a_unit_or_
     option = re.search(r'<option value="rolled_back"[^>]*>([^<]*)</option>', html)
     assert option is not None, "no filter option for rolled-back requests"
     assert option.group(1) == "Failed, rolled back"
+
+
+# What a hostile host prints: a bidi override that reorders what follows, and ANSI escapes.
+HOSTILE_OUTPUT = "GPU 0 \u202eenod ydaerla\u202c \x1b[31mred\x1b[0m"
+SHOWN = "GPU 0 ⟨U+202E⟩enod ydaerla⟨U+202C⟩ ⟨U+001B⟩[31mred⟨U+001B⟩[0m"
+
+
+def test_host_output_on_the_host_pages_shows_bidi_and_escape_characters_visibly(
+    client: Client, people: People, host: Host
+) -> None:
+    managed = [{"name": f"vllm-a{HOSTILE_OUTPUT}.service", "profile": HOSTILE_OUTPUT}]
+    gpus = [{"index": 0, "name": HOSTILE_OUTPUT, "memory_free_mib": 1, "memory_total_mib": 2}]
+    Host.objects.filter(pk=host.pk).update(
+        probe_error=f"GPUs: {HOSTILE_OUTPUT}",
+        probed_at=timezone.now(),
+        managed_units=managed,
+        gpus=gpus,
+    )
+    client.force_login(people.vic)
+    for url in (
+        reverse("deploys:host_detail", args=[host.pk]),
+        reverse("deploys:host_probe_results", args=[host.pk]),
+        reverse("deploys:host_list"),
+    ):
+        html = client.get(url).content.decode()
+        assert "\u202e" not in html and "\x1b" not in html, url
+        text = re.sub(r"<[^>]+>", "", html)
+        assert SHOWN in text or SHOWN in html, url
+
+
+def test_host_output_on_the_job_page_shows_bidi_and_escape_characters_visibly(
+    client: Client, people: People, make_request: Callable[..., DeployRequest]
+) -> None:
+    request = make_request()
+    DeployRequest.objects.filter(pk=request.pk).update(
+        status_reason=f"journal_check: {HOSTILE_OUTPUT}", host_state=HOSTILE_OUTPUT
+    )
+    JobStep.objects.create(
+        request=request,
+        name="journal_check",
+        status=JobStep.Status.FAILED,
+        log=f"| {HOSTILE_OUTPUT}",
+        result={"reason": HOSTILE_OUTPUT},
+        commands={
+            "count": 1,
+            "total_s": 0.1,
+            "records": [
+                {
+                    "kind": "run",
+                    "argv": [HOSTILE_OUTPUT],
+                    "exit": None,
+                    "s": 0.1,
+                    "error": HOSTILE_OUTPUT,
+                }
+            ],
+            "folded": [],
+        },
+    )
+    client.force_login(people.vic)
+    for url in (
+        reverse("deploys:request_detail", args=[request.pk]),
+        reverse("deploys:request_job", args=[request.pk]),
+    ):
+        html = client.get(url).content.decode()
+        assert "\u202e" not in html and "\x1b" not in html, url
+        assert re.sub(r"<[^>]+>", "", html).count("⟨U+202E⟩enod ydaerla") >= 4, url

@@ -33,6 +33,7 @@ def test_ssh_commands_and_file_access_are_recorded_with_exit_codes(ssh: SSHTrans
     assert summary == [
         ("run", "sh", 3),
         ("write", path, 0),
+        ("rename", path, 0),
         ("read", path, 0),
         ("read", path + ".absent", 1),
         ("remove", path, 0),
@@ -72,7 +73,7 @@ def test_local_commands_dbus_and_nvml_are_recorded(tmp_path: Path) -> None:
         with pytest.raises(CommandTimeout):
             t.run(["sleep", "5"], timeout=0.2)
         kinds = [(r.kind, r.exit_code) for r in t.command_log.take()]
-    assert kinds == [("run", 0), ("nvml", 0), ("write", 0), ("run", None)]
+    assert kinds == [("run", 0), ("nvml", 0), ("write", 0), ("rename", 0), ("run", None)]
 
 
 def test_long_polls_fold_into_one_line_per_command_without_losing_any() -> None:

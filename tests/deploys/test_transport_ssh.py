@@ -29,6 +29,7 @@ from deploys.transports import (
     push_unit,
     restore_backup,
 )
+from deploys.transports.bounds import MAX_STDERR_BYTES
 from deploys.transports.push import BACKUP_SUFFIX, sha256_hex
 from deploys.transports.ssh import (
     SSHTransport,
@@ -172,8 +173,13 @@ def test_large_output_on_both_streams_does_not_deadlock(
     # A deadlock shows as CommandTimeout; no wall-clock bound (the machine may be busy).
     r = ssh.run([testhost.python, "-c", script], timeout=120)
     assert r.exit_code == 0, r.stderr[-500:]
-    assert len(r.stdout) == len(r.stderr) == 96 * 65536  # 6 MiB each
-    assert set(r.stdout) == {ord("o")} and set(r.stderr) == {ord("e")}
+    assert len(r.stdout) == 96 * 65536 and r.stdout_complete  # 6 MiB, under its cap
+    assert set(r.stdout) == {ord("o")}
+    # stderr past its cap: read to the end (no deadlock) but only its ends kept, marked.
+    assert r.stderr_dropped == 96 * 65536 - MAX_STDERR_BYTES
+    head, marker, tail = r.stderr.partition(b"\n[")
+    assert set(head) == set(tail.partition(b"]\n")[2]) == {ord("e")}
+    assert b"5,242,880 bytes of stderr not kept" in marker + tail
 
 
 def test_stdin_input(ssh: SSHTransport) -> None:
