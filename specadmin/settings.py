@@ -63,13 +63,18 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-# After AXES_FAILURE_LIMIT failed logins for one username, or from one address, logins
-# for it / from it are refused (HTTP 429) for AXES_COOLOFF_TIME, even with the right
-# password; `manage.py axes_reset` lifts it (https://django-axes.readthedocs.io/en/latest/
-# 4_configuration.html). Behind a proxy, REMOTE_ADDR is the proxy: see docs/operations.md.
+# After AXES_FAILURE_LIMIT failed logins for one username from one address, logins of
+# that username from that address are refused (HTTP 429) for AXES_COOLOFF_TIME, even with
+# the right password; other users at that address (everyone behind one proxy) and that
+# user elsewhere are not; `manage.py axes_reset` lifts it (https://django-axes.readthedocs
+# .io/en/latest/4_configuration.html). The address is X-Forwarded-For's only when the peer
+# is a proxy listed in SPECADMIN_TRUSTED_PROXIES (docs/operations.md, "Behind a reverse
+# proxy"; specadmin/client_address.py).
 AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = timedelta(minutes=envint("AXES_COOLOFF_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "specadmin.client_address.client_address"
+SPECADMIN_TRUSTED_PROXIES = [p for p in envstr("SPECADMIN_TRUSTED_PROXIES", "").split(",") if p]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no banner on every manage.py command; lockouts are still logged
 

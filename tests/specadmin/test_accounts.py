@@ -51,13 +51,72 @@ def test_200_wrong_passwords_then_the_right_one_does_not_log_in() -> None:
 
 
 @pytest.mark.django_db
-def test_guessing_from_many_addresses_still_locks_the_username() -> None:
+def test_ten_wrong_passwords_for_one_user_do_not_lock_out_another_user_at_that_address() -> None:
+    users = get_user_model().objects
+    users.create_user("carol", password="correct horse battery")
+    users.create_user("ada", password="ada's long passphrase")
+    for _ in range(10):
+        login(Client(), "carol", "wrong", address="10.0.0.1")  # e.g. the proxy's address
+    assert login(Client(), "carol", "correct horse battery", address="10.0.0.1") == 429
+    admin = Client()
+    assert login(admin, "ada", "ada's long passphrase", address="10.0.0.1") == 302
+    assert logged_in(admin)
+
+
+@pytest.mark.django_db
+def test_guessing_one_user_from_one_address_does_not_lock_that_user_elsewhere() -> None:
     get_user_model().objects.create_user("carol", password="correct horse battery")
-    client = Client()
-    for n in range(12):
-        login(client, "carol", "wrong", address=f"10.2.0.{n}")
-    assert login(client, "carol", "correct horse battery", address="10.9.9.9") == 429
-    assert not logged_in(client)
+    for _ in range(12):
+        login(Client(), "carol", "wrong", address="10.2.0.1")
+    assert login(Client(), "carol", "correct horse battery", address="10.2.0.1") == 429
+    elsewhere = Client()
+    assert login(elsewhere, "carol", "correct horse battery", address="10.9.9.9") == 302
+
+
+def forwarded_login(
+    client: Client, username: str, password: str, *, peer: str, forwarded_for: str
+) -> int:
+    response = client.post(
+        LOGIN,
+        {"username": username, "password": password},
+        REMOTE_ADDR=peer,
+        HTTP_X_FORWARDED_FOR=forwarded_for,
+    )
+    return response.status_code
+
+
+@pytest.mark.django_db
+def test_behind_the_configured_proxy_each_client_address_is_throttled_on_its_own(
+    settings,  # type: ignore[no-untyped-def]
+) -> None:
+    settings.SPECADMIN_TRUSTED_PROXIES = ["127.0.0.1"]
+    get_user_model().objects.create_user("carol", password="correct horse battery")
+    for _ in range(10):
+        forwarded_login(Client(), "carol", "wrong", peer="127.0.0.1", forwarded_for="203.0.113.9")
+    locked = forwarded_login(
+        Client(), "carol", "correct horse battery", peer="127.0.0.1", forwarded_for="203.0.113.9"
+    )
+    assert locked == 429
+    other = forwarded_login(
+        Client(), "carol", "correct horse battery", peer="127.0.0.1", forwarded_for="198.51.100.4"
+    )
+    assert other == 302
+
+
+@pytest.mark.django_db
+def test_a_forged_forwarded_for_from_an_address_that_is_not_the_proxy_is_ignored(
+    settings,  # type: ignore[no-untyped-def]
+) -> None:
+    settings.SPECADMIN_TRUSTED_PROXIES = ["127.0.0.1"]
+    get_user_model().objects.create_user("carol", password="correct horse battery")
+    # A guesser talking to the server directly names a new address on every try …
+    for n in range(10):
+        forwarded_login(Client(), "carol", "wrong", peer="192.0.2.50", forwarded_for=f"10.3.0.{n}")
+    # … but is throttled by the address it really comes from.
+    again = forwarded_login(
+        Client(), "carol", "correct horse battery", peer="192.0.2.50", forwarded_for="10.3.0.99"
+    )
+    assert again == 429
 
 
 @pytest.mark.django_db
