@@ -40,6 +40,9 @@ INSTALLED_APPS = [
     "audit",
     "deploys",
     "perf",
+    # specadmin's own system checks (specadmin/checks.py: file modes, the secret key, the
+    # trusted proxies, serving on a public address).
+    "specadmin",
 ]
 
 MIDDLEWARE = [
@@ -75,6 +78,9 @@ AXES_COOLOFF_TIME = timedelta(minutes=envint("AXES_COOLOFF_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_CLIENT_IP_CALLABLE = "specadmin.client_address.client_address"
 SPECADMIN_TRUSTED_PROXIES = [p for p in envstr("SPECADMIN_TRUSTED_PROXIES", "").split(",") if p]
+# Where gunicorn listens (specadmin/gunicorn_conf.py; scripts/run-server.sh sets it): a
+# public address with no proxy in front is warned about (specadmin/checks.py, W001).
+SPECADMIN_BIND = envstr("SPECADMIN_BIND", "127.0.0.1:8000")
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no banner on every manage.py command; lockouts are still logged
 
@@ -103,6 +109,9 @@ def _database() -> dict:
     url = envstr("DATABASE_URL", f"sqlite:///{VAR_DIR / 'specadmin.sqlite3'}")
     config = dj_database_url.parse(url, conn_max_age=envint("DB_CONN_MAX_AGE", 0))
     if config["ENGINE"] == "django.db.backends.sqlite3":
+        # Django's backend, but the database file is created 0600 and refused when others
+        # may read it (specadmin/backends/sqlite3/base.py).
+        config["ENGINE"] = "specadmin.backends.sqlite3"
         # SQLite creates the file but not its directory (var/ is not in git).
         Path(config["NAME"]).parent.mkdir(parents=True, exist_ok=True)
         VAR_DIR.mkdir(parents=True, exist_ok=True)
