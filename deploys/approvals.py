@@ -93,38 +93,71 @@ def running_version_number(request: DeployRequest) -> int | None:
     return pushed["request__profile_version__number"]
 
 
-def change_authors(request: DeployRequest) -> dict[int, list[int]]:
-    """{user id: version numbers} of everyone who saved a version of the profile after
-    the one running on the host, up to the requested one: the changes this deploy brings.
-    A restart, rollback or removal brings no new change (nothing here)."""
+def _versions_brought(request: DeployRequest) -> list[ProfileVersion]:
+    """The profile's versions saved after the one running on the host, up to the
+    requested one (all of them on a host that never ran the profile): the changes this
+    deploy brings. A restart, rollback or removal brings no new change (none)."""
     if request.kind != DeployRequest.Kind.DEPLOY:
-        return {}
+        return []
     since = running_version_number(request)
     versions = ProfileVersion.objects.filter(
         profile_id=request.profile_version.profile_id,
         number__lte=request.profile_version.number,
-        created_by__isnull=False,
     )
     if since is not None:
         versions = versions.filter(number__gt=since)
+    return list(
+        versions.select_related("copied_from__profile")
+        .only(
+            "number",
+            "created_by_id",
+            "authors",
+            "copied_from__number",
+            "copied_from__profile__name",
+            "profile_id",
+        )
+        .order_by("number")
+    )
+
+
+def change_authors(request: DeployRequest) -> dict[int, list[int]]:
+    """{user id: version numbers} of everyone who wrote a change this deploy brings to
+    the host: the author of each version saved since the one running there, and, for a
+    version that copies another (a restore, a clone), everyone who wrote the copied
+    settings (`ProfileVersion.brought_by`)."""
     authors: dict[int, list[int]] = {}
-    for user_id, number in versions.order_by("number").values_list("created_by_id", "number"):
-        authors.setdefault(user_id, []).append(number)
+    for version in _versions_brought(request):
+        for user_id in sorted(version.brought_by):
+            authors.setdefault(user_id, []).append(version.number)
     return authors
+
+
+def _authorship(version: ProfileVersion, user_id: int) -> str:
+    """ "v2", or "part of v4 (copied from v2)" when the user wrote only the copied text."""
+    source = version.copied_from
+    if source is None or version.created_by_id == user_id:
+        return f"v{version.number}"
+    where = (
+        f"v{source.number}"
+        if source.profile_id == version.profile_id
+        else f"{source.profile.name} v{source.number}"
+    )
+    return f"part of v{version.number} (copied from {where})"
 
 
 def decision_refusal(request: DeployRequest, user: User) -> str | None:
     """Why `user` may not decide on `request` (four eyes), or None.
 
     Neither the requester nor an author of any change the deploy brings to the host (a
-    version saved since the one running there) decides: otherwise one person writes a
-    change and approves it as soon as anyone else clicks "request". Admins too.
+    version saved since the one running there, with the authors of whatever a restore or
+    clone copied) decides: otherwise one person writes a change and approves it as soon as
+    anyone else clicks "request" — or copies it. Admins too.
     """
     if request.requested_by_id == user.pk:
         return "You requested this deploy: someone else must decide on it (admins too)."
-    numbers = change_authors(request).get(user.pk)
-    if numbers:
-        shown = ", ".join(f"v{n}" for n in numbers)
+    mine = [v for v in _versions_brought(request) if user.pk in v.brought_by]
+    if mine:
+        shown = ", ".join(_authorship(v, user.pk) for v in mine)
         return (
             f"You wrote {shown} of {request.profile_version.profile.name}, which this deploy "
             "brings to the host: someone who did not write the change must decide (admins "

@@ -368,6 +368,7 @@ def version_detail(request: HttpRequest, pk: int, number: int) -> HttpResponse:
             ),
             "is_latest": latest is not None and latest.pk == version.pk,
             "can_edit": can_edit(request.user) and not version.profile.archived,
+            "authors": selectors.version_author_names(version),
         },
     )
 
