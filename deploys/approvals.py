@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
+from deploys.job_settings import changed_labels, job_settings, settings_sha256
 from deploys.models import DeployRequest, PushedUnit
 from deploys.selectors import latest_version_number, rendered_text, sha256_hex
 from units.models import ProfileVersion
@@ -47,12 +48,35 @@ def content_problems(request: DeployRequest) -> list[str]:
     return problems
 
 
+def settings_problems(request: DeployRequest) -> list[str]:
+    """Why the job settings are not the approved ones (empty: they are). The approval
+    pins the hash of the settings stored with the request; those are recomputed from the
+    version and the profile's benchmark policy, so a policy changed after the approval
+    (or a row edited around the services) voids it (`deploys.job_settings`)."""
+    if not request.job_settings_sha256:
+        return [
+            "the request was made before its job settings were part of an approval: "
+            "request it again"
+        ]
+    problems = []
+    if request.approved_settings_sha256 != request.job_settings_sha256:
+        problems.append("the approved job settings are not the request's job settings")
+    if settings_sha256(request.job_settings) != request.job_settings_sha256:
+        problems.append("the stored job settings do not match their hash")
+    now = job_settings(profile_version=request.profile_version)
+    if settings_sha256(now) != request.job_settings_sha256:
+        changes = "; ".join(changed_labels(request.job_settings, now)) or "their hash differs"
+        problems.append(f"the job settings changed since the request ({changes})")
+    return problems
+
+
 def approval_problems(*, request: DeployRequest, now: datetime | None = None) -> list[str]:
     """Why the approved request must not run now (empty: it may).
 
-    Approved, not expired, approved hash = stored hash, no newer profile version, and the
-    version still renders to exactly the approved text. The job checks this again right
-    before pushing.
+    Approved, not expired, approved hash = stored hash, the approved job settings = the
+    stored ones = the ones the version and its benchmark policy give now, no newer profile
+    version, and the version still renders to exactly the approved text. The job checks
+    this again right before pushing.
     """
     now = now or timezone.now()
     problems = []
@@ -62,6 +86,7 @@ def approval_problems(*, request: DeployRequest, now: datetime | None = None) ->
         problems.append(f"the approval expired at {request.expires_at:%Y-%m-%d %H:%M %Z}")
     if not request.approved_sha256 or request.approved_sha256 != request.unit_sha256:
         problems.append("the approved hash is not the hash of the unit text")
+    problems += settings_problems(request)
     if request.decided_by_id is not None:
         # A row written around the services (an older release, a database edit) is held to
         # the same four-eyes rule as a decision made today.
@@ -182,4 +207,5 @@ __all__ = [
     "decision_refusal",
     "refuse_own_decision",
     "running_version_number",
+    "settings_problems",
 ]

@@ -150,6 +150,12 @@ class DeployRequest(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_comment = models.TextField(blank=True)
     approved_sha256 = models.CharField(max_length=64, blank=True)
+    # What the job may do besides writing the unit (kill other users' GPU processes, roll
+    # back, every wait, the benchmark gate), as made at request time, its hash, and the
+    # hash the approval pinned (deploys.job_settings): part of what is approved.
+    job_settings = models.JSONField(default=dict, blank=True)
+    job_settings_sha256 = models.CharField(max_length=64, blank=True)
+    approved_settings_sha256 = models.CharField(max_length=64, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # A rollback request: the earlier push whose text goes back on the host.

@@ -16,7 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from deploys import approvals, selectors
+from deploys import approvals, job_settings, selectors
 from deploys.forms import (
     DecisionForm,
     DeployRequestForm,
@@ -393,10 +393,19 @@ def request_new(request: HttpRequest) -> HttpResponse:
             return redirect("deploys:request_detail", pk=created.pk)
         if any(f in form.errors for f in ("profile_version", "host", "unit_name")):
             return render(request, "deploys/request_new.html", context)
+    settings = job_settings.page_context(
+        requested=job_settings.job_settings(profile_version=data["profile_version"]),
+        host_id=data["host"].pk,
+        unit_name=unit_name,
+        exclude_request=None,
+    )
     context.update(
         preview=preview,
         unit_name=unit_name,
-        diff_lines=selectors.diff_lines(preview.diff(data["host"].name)),
+        diff_lines=selectors.diff_lines(
+            preview.diff(data["host"].name) + settings["settings_diff"]
+        ),
+        **settings,
     )
     return render(request, "deploys/request_new.html", context)
 
@@ -422,12 +431,19 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         host_name=deploy.host.name,
     )
     findings = [{**f, "message": shown(str(f.get("message", "")))} for f in deploy.lint_findings]
+    settings = job_settings.page_context(
+        requested=deploy.job_settings,
+        host_id=deploy.host_id,
+        unit_name=deploy.unit_name,
+        exclude_request=deploy.pk,
+    )
     return render(
         request,
         "deploys/request_detail.html",
         {
             "deploy": deploy,
-            "diff_lines": selectors.diff_lines(diff),
+            "diff_lines": selectors.diff_lines(diff + settings["settings_diff"]),
+            **settings,
             "findings": findings,
             "unit_text": shown(deploy.unit_text),
             **job_context(deploy, user),

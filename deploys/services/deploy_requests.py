@@ -23,6 +23,7 @@ from django.utils import timezone
 from audit.models import AuditKind
 from audit.services import record
 from deploys.approvals import approval_problems, approval_ttl, refuse_own_decision
+from deploys.job_settings import job_settings, settings_sha256
 from deploys.jobs import queue
 from deploys.models import DeployRequest, Host
 from deploys.permissions import APPROVE_DEPLOY, REQUEST_DEPLOY, require
@@ -171,6 +172,7 @@ def deploy_request_create(
         raise ValidationError({"unit_name": foreign})
     unit = preview.unit
     _check_findings(unit, acknowledge_warnings=acknowledge_warnings)
+    settings = job_settings(profile_version=profile_version)
     now = now or timezone.now()
     with transaction.atomic():
         # Checked again in the transaction (on SQLite under its write lock): a version
@@ -186,6 +188,8 @@ def deploy_request_create(
             host_unit_text=preview.host_unit_text.replace("\0", "\ufffd"),
             host_unit_sha256=preview.host_unit_sha256,
             lint_findings=unit.findings,
+            job_settings=settings,
+            job_settings_sha256=settings_sha256(settings),
             warnings_acknowledged=bool(unit.warnings) and acknowledge_warnings,
             requested_by=requested_by,
             expires_at=now + approval_ttl(),
@@ -198,6 +202,7 @@ def deploy_request_create(
                 "version": profile_version.number,
                 "unit_name": unit_name,
                 "unit_sha256": unit.sha256,
+                "job_settings": settings,
                 "host_unit_sha256": preview.host_unit_sha256,
                 "lint_systemd_version": unit.systemd_version,
                 "lint_vllm_version": unit.vllm_version,
@@ -274,6 +279,7 @@ def deploy_request_approve(
             decided_at=now,
             decision_comment=comment.strip(),
             approved_sha256=F("unit_sha256"),
+            approved_settings_sha256=F("job_settings_sha256"),
         )
         if claimed:
             request.refresh_from_db()
@@ -289,7 +295,11 @@ def deploy_request_approve(
                     AuditKind.DEPLOY_APPROVED,
                     approver,
                     request,
-                    {"approved_sha256": request.approved_sha256, "comment": comment.strip()},
+                    {
+                        "approved_sha256": request.approved_sha256,
+                        "approved_settings_sha256": request.approved_settings_sha256,
+                        "comment": comment.strip(),
+                    },
                 )
                 transaction.on_commit(functools.partial(queue.enqueue_deploy, request.pk))
     if not claimed:
