@@ -135,6 +135,9 @@ class DeployRequest(models.Model):
     # that the host changed before execution.
     host_unit_text = models.TextField(blank=True)
     host_unit_sha256 = models.CharField(max_length=64, blank=True)
+    # What systemd loaded under that name then, wherever it came from (a vendor unit in
+    # /lib/systemd/system, drop-ins): paths, hashes, bounded texts (deploys.existing_units).
+    host_loaded_unit = models.JSONField(default=dict, blank=True)
     lint_findings = models.JSONField(default=list, blank=True)
     warnings_acknowledged = models.BooleanField(default=False)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)

@@ -29,13 +29,13 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deploys import selectors
+from deploys import existing_units, selectors
 from deploys.jobs import queue
 from deploys.models import DeployRequest, Host
 from deploys.services import hosts as host_services
 from deploys.services.deploy_requests import deploy_request_create
 from deploys.transports import HostUnreachable
-from tests.deploys.helpers import OLD_UNIT, fake_host_key
+from tests.deploys.helpers import OLD_UNIT, fake_host_key, loaded_from_etc
 from tests.units.factories import baseline
 from units.roles import ADMIN, OPERATOR, ensure_roles
 from units.services import profile_create, profile_update
@@ -132,6 +132,11 @@ def site(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     olga = users.create_user("olga")
     olga.groups.add(ensure_roles()[OPERATOR])
     monkeypatch.setattr(selectors, "read_host_unit", lambda *, host, unit_name: OLD_UNIT)
+    monkeypatch.setattr(
+        existing_units,
+        "read_existing_unit",
+        lambda *, host, unit_name: loaded_from_etc(unit_name, OLD_UNIT),
+    )
 
     def unreachable(address: str, port: int, timeout: float) -> Any:
         raise HostUnreachable(f"cannot connect to {address}:{port}: fuzzing")
