@@ -176,6 +176,18 @@ SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 LOGIN_REDIRECT_URL = "/"
 
+# Mail, for password reset links only (specadmin/accounts.py): without EMAIL_HOST (or an
+# EMAIL_BACKEND) the reset pages say reset by e-mail is off instead of failing to send.
+EMAIL_HOST = envstr("EMAIL_HOST", "")
+EMAIL_PORT = envint("EMAIL_PORT", 587)
+EMAIL_HOST_USER = envstr("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "specadmin@localhost")
+if envstr("EMAIL_BACKEND", ""):
+    EMAIL_BACKEND = envstr("EMAIL_BACKEND", "")
+PASSWORD_RESET_BY_EMAIL = bool(EMAIL_HOST or envstr("EMAIL_BACKEND", ""))
+
 _REDIS_URL = envstr("REDIS_URL", "")
 Q_CLUSTER: dict = {
     "name": "specadmin",

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
+from django.core import mail
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.test import Client
@@ -137,6 +138,56 @@ def test_axes_reset_lifts_a_lockout() -> None:
         login(client, "carol", "wrong")
     call_command("axes_reset", stdout=io.StringIO())
     assert login(client, "carol", "correct horse battery") == 302
+
+
+# -- password reset by e-mail ------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "url", ["/accounts/password_reset/", "/accounts/password_reset/done/", "/accounts/reset/done/",
+            "/accounts/reset/MQ/set-password/"],
+)  # fmt: skip
+def test_without_a_mail_server_the_reset_pages_say_reset_by_email_is_off(
+    settings,
+    url: str,  # type: ignore[no-untyped-def]
+) -> None:
+    settings.PASSWORD_RESET_BY_EMAIL = False
+    response = Client().get(url)
+    assert response.status_code == 404
+    page = response.content.decode()
+    assert "Password reset by e-mail is off" in page and "manage.py changepassword" in page
+
+
+@pytest.mark.django_db
+def test_without_a_mail_server_a_reset_request_sends_nothing(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.PASSWORD_RESET_BY_EMAIL = False
+    get_user_model().objects.create_user("carol", email="carol@example.com", password="x" * 16)
+    response = Client().post("/accounts/password_reset/", {"email": "carol@example.com"})
+    assert response.status_code == 404
+    assert mail.outbox == []
+
+
+@pytest.mark.django_db
+def test_with_a_mail_server_the_reset_link_is_sent(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.PASSWORD_RESET_BY_EMAIL = True
+    get_user_model().objects.create_user("carol", email="carol@example.com", password="x" * 16)
+    response = Client().post("/accounts/password_reset/", {"email": "carol@example.com"})
+    assert response.status_code == 302
+    assert [m.to for m in mail.outbox] == [["carol@example.com"]]
+
+
+@pytest.mark.parametrize(
+    ("env", "enabled"),
+    [({}, False), ({"EMAIL_HOST": "smtp.example"}, True),
+     ({"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}, True)],
+)  # fmt: skip
+def test_reset_by_email_is_on_only_with_a_mail_server(
+    tmp_path: Path, env: dict[str, str], enabled: bool
+) -> None:
+    got = settings_probe("s.PASSWORD_RESET_BY_EMAIL", tmp_path, **env)
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout) is enabled
 
 
 # -- passwords ------------------------------------------------------------------------------
