@@ -13,12 +13,15 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
 from django.contrib.auth.password_validation import validate_password
 from django.core import mail
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django_q.models import Failure, Schedule
+
+from units.roles import ROLE_PERMISSIONS, VIEWER, ensure_roles
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGIN = "/accounts/login/"
@@ -343,3 +346,38 @@ def test_schedules_and_tasks_are_read_only_in_the_admin(admin_client: Client) ->
     listing = admin_client.get("/admin/django_q/failure/").content.decode()
     assert "resubmit" not in listing.lower()
     assert Failure.objects.count() == 0
+
+
+# -- roles on a fresh install -------------------------------------------------------------------
+
+ROLES_OF = (
+    "import json, django; django.setup(); from django.contrib.auth.models import Group; "
+    "print(json.dumps({g.name: sorted(f'{p.content_type.app_label}.{p.codename}' "
+    "for p in g.permissions.all()) for g in Group.objects.all()}))"
+)
+
+
+def test_migrate_alone_creates_the_four_roles_with_their_permissions(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DEBUG"}}
+    env.update(SPECADMIN_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="specadmin.settings")
+    migrate = [sys.executable, "manage.py", "migrate", "-v0"]
+    subprocess.run(migrate, cwd=ROOT, env=env, check=True, capture_output=True)
+    read = subprocess.run(
+        [sys.executable, "-c", ROLES_OF], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert read.returncode == 0, read.stderr
+    roles = json.loads(read.stdout)
+    expected = {role: sorted(names) for role, names in ROLE_PERMISSIONS.items()}
+    assert roles == expected
+    # Again: nothing changes (ensure_roles is idempotent).
+    subprocess.run(migrate, cwd=ROOT, env=env, check=True, capture_output=True)
+
+
+@pytest.mark.django_db
+def test_ensure_roles_twice_keeps_an_administrators_extra_grant() -> None:
+    viewer = ensure_roles()[VIEWER]
+    extra = Permission.objects.get(codename="add_host")
+    viewer.permissions.add(extra)
+    again = ensure_roles()[VIEWER]
+    assert again.pk == viewer.pk and extra in again.permissions.all()
+    assert Group.objects.filter(name=VIEWER).count() == 1
