@@ -42,7 +42,8 @@ def audit_event_list(*, filters: HistoryFilters) -> QuerySet[AuditEvent]:
         events = events.filter(Q(kind=filters.kind) | Q(kind__startswith=filters.kind + "."))
     if filters.since:
         events = events.filter(at__gte=_start_of(filters.since))
-    if filters.until:
+    # "Until 9999-12-31" (the last date there is) has no day after it: no upper bound.
+    if filters.until and filters.until < date.max:
         events = events.filter(at__lt=_start_of(filters.until + timedelta(days=1)))
     return events
 

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
+from deploys.job_settings import changed_labels, job_settings, settings_sha256
 from deploys.models import DeployRequest, PushedUnit
 from deploys.selectors import latest_version_number, rendered_text, sha256_hex
 from units.models import ProfileVersion
@@ -47,12 +48,35 @@ def content_problems(request: DeployRequest) -> list[str]:
     return problems
 
 
+def settings_problems(request: DeployRequest) -> list[str]:
+    """Why the job settings are not the approved ones (empty: they are). The approval
+    pins the hash of the settings stored with the request; those are recomputed from the
+    version and the profile's benchmark policy, so a policy changed after the approval
+    (or a row edited around the services) voids it (`deploys.job_settings`)."""
+    if not request.job_settings_sha256:
+        return [
+            "the request was made before its job settings were part of an approval: "
+            "request it again"
+        ]
+    problems = []
+    if request.approved_settings_sha256 != request.job_settings_sha256:
+        problems.append("the approved job settings are not the request's job settings")
+    if settings_sha256(request.job_settings) != request.job_settings_sha256:
+        problems.append("the stored job settings do not match their hash")
+    now = job_settings(profile_version=request.profile_version)
+    if settings_sha256(now) != request.job_settings_sha256:
+        changes = "; ".join(changed_labels(request.job_settings, now)) or "their hash differs"
+        problems.append(f"the job settings changed since the request ({changes})")
+    return problems
+
+
 def approval_problems(*, request: DeployRequest, now: datetime | None = None) -> list[str]:
     """Why the approved request must not run now (empty: it may).
 
-    Approved, not expired, approved hash = stored hash, no newer profile version, and the
-    version still renders to exactly the approved text. The job checks this again right
-    before pushing.
+    Approved, not expired, approved hash = stored hash, the approved job settings = the
+    stored ones = the ones the version and its benchmark policy give now, no newer profile
+    version, and the version still renders to exactly the approved text. The job checks
+    this again right before pushing.
     """
     now = now or timezone.now()
     problems = []
@@ -62,6 +86,7 @@ def approval_problems(*, request: DeployRequest, now: datetime | None = None) ->
         problems.append(f"the approval expired at {request.expires_at:%Y-%m-%d %H:%M %Z}")
     if not request.approved_sha256 or request.approved_sha256 != request.unit_sha256:
         problems.append("the approved hash is not the hash of the unit text")
+    problems += settings_problems(request)
     if request.decided_by_id is not None:
         # A row written around the services (an older release, a database edit) is held to
         # the same four-eyes rule as a decision made today.
@@ -93,38 +118,71 @@ def running_version_number(request: DeployRequest) -> int | None:
     return pushed["request__profile_version__number"]
 
 
-def change_authors(request: DeployRequest) -> dict[int, list[int]]:
-    """{user id: version numbers} of everyone who saved a version of the profile after
-    the one running on the host, up to the requested one: the changes this deploy brings.
-    A restart, rollback or removal brings no new change (nothing here)."""
+def _versions_brought(request: DeployRequest) -> list[ProfileVersion]:
+    """The profile's versions saved after the one running on the host, up to the
+    requested one (all of them on a host that never ran the profile): the changes this
+    deploy brings. A restart, rollback or removal brings no new change (none)."""
     if request.kind != DeployRequest.Kind.DEPLOY:
-        return {}
+        return []
     since = running_version_number(request)
     versions = ProfileVersion.objects.filter(
         profile_id=request.profile_version.profile_id,
         number__lte=request.profile_version.number,
-        created_by__isnull=False,
     )
     if since is not None:
         versions = versions.filter(number__gt=since)
+    return list(
+        versions.select_related("copied_from__profile")
+        .only(
+            "number",
+            "created_by_id",
+            "authors",
+            "copied_from__number",
+            "copied_from__profile__name",
+            "profile_id",
+        )
+        .order_by("number")
+    )
+
+
+def change_authors(request: DeployRequest) -> dict[int, list[int]]:
+    """{user id: version numbers} of everyone who wrote a change this deploy brings to
+    the host: the author of each version saved since the one running there, and, for a
+    version that copies another (a restore, a clone), everyone who wrote the copied
+    settings (`ProfileVersion.brought_by`)."""
     authors: dict[int, list[int]] = {}
-    for user_id, number in versions.order_by("number").values_list("created_by_id", "number"):
-        authors.setdefault(user_id, []).append(number)
+    for version in _versions_brought(request):
+        for user_id in sorted(version.brought_by):
+            authors.setdefault(user_id, []).append(version.number)
     return authors
+
+
+def _authorship(version: ProfileVersion, user_id: int) -> str:
+    """ "v2", or "part of v4 (copied from v2)" when the user wrote only the copied text."""
+    source = version.copied_from
+    if source is None or version.created_by_id == user_id:
+        return f"v{version.number}"
+    where = (
+        f"v{source.number}"
+        if source.profile_id == version.profile_id
+        else f"{source.profile.name} v{source.number}"
+    )
+    return f"part of v{version.number} (copied from {where})"
 
 
 def decision_refusal(request: DeployRequest, user: User) -> str | None:
     """Why `user` may not decide on `request` (four eyes), or None.
 
     Neither the requester nor an author of any change the deploy brings to the host (a
-    version saved since the one running there) decides: otherwise one person writes a
-    change and approves it as soon as anyone else clicks "request". Admins too.
+    version saved since the one running there, with the authors of whatever a restore or
+    clone copied) decides: otherwise one person writes a change and approves it as soon as
+    anyone else clicks "request" — or copies it. Admins too.
     """
     if request.requested_by_id == user.pk:
         return "You requested this deploy: someone else must decide on it (admins too)."
-    numbers = change_authors(request).get(user.pk)
-    if numbers:
-        shown = ", ".join(f"v{n}" for n in numbers)
+    mine = [v for v in _versions_brought(request) if user.pk in v.brought_by]
+    if mine:
+        shown = ", ".join(_authorship(v, user.pk) for v in mine)
         return (
             f"You wrote {shown} of {request.profile_version.profile.name}, which this deploy "
             "brings to the host: someone who did not write the change must decide (admins "
@@ -149,4 +207,5 @@ __all__ = [
     "decision_refusal",
     "refuse_own_decision",
     "running_version_number",
+    "settings_problems",
 ]

@@ -19,6 +19,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from deploys import selectors
+from deploys.ids import row_id
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
 from deploys.permissions import CANCEL_JOB, CHANGE_HOST, REQUEST_DEPLOY, VIEW_HOST, VIEW_REQUEST
 from deploys.services.deploy_requests import RequestNotPending
@@ -201,8 +202,8 @@ def host_unit_remove(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @requires(VIEW_HOST, REQUEST_DEPLOY)
 def host_unit_rollback(request: HttpRequest, pk: int) -> HttpResponse:
-    push_id = request.POST.get("push", "")
-    target = PushedUnit.objects.filter(pk=int(push_id)).first() if push_id.isdigit() else None
+    push_id = row_id(request.POST.get("push", ""))
+    target = PushedUnit.objects.filter(pk=push_id).first() if push_id is not None else None
 
     def make(host: Host) -> DeployRequest:
         if target is None:

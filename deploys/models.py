@@ -135,6 +135,9 @@ class DeployRequest(models.Model):
     # that the host changed before execution.
     host_unit_text = models.TextField(blank=True)
     host_unit_sha256 = models.CharField(max_length=64, blank=True)
+    # What systemd loaded under that name then, wherever it came from (a vendor unit in
+    # /lib/systemd/system, drop-ins): paths, hashes, bounded texts (deploys.existing_units).
+    host_loaded_unit = models.JSONField(default=dict, blank=True)
     lint_findings = models.JSONField(default=list, blank=True)
     warnings_acknowledged = models.BooleanField(default=False)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
@@ -150,6 +153,12 @@ class DeployRequest(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_comment = models.TextField(blank=True)
     approved_sha256 = models.CharField(max_length=64, blank=True)
+    # What the job may do besides writing the unit (kill other users' GPU processes, roll
+    # back, every wait, the benchmark gate), as made at request time, its hash, and the
+    # hash the approval pinned (deploys.job_settings): part of what is approved.
+    job_settings = models.JSONField(default=dict, blank=True)
+    job_settings_sha256 = models.CharField(max_length=64, blank=True)
+    approved_settings_sha256 = models.CharField(max_length=64, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # A rollback request: the earlier push whose text goes back on the host.

@@ -10,7 +10,11 @@ writes (`deploys.jobs.steps`):
 1. a deny list of the names a base system runs (`DENIED_UNIT_PATTERNS`);
 2. a unit file already on the host must carry specadmin's marker on its first line
    (`deploys.probe.MANAGED_MARKER`, written by templates/units/vllm.service), or an admin
-   must have adopted exactly that file (its sha256): `UnitAdoption`, audited.
+   must have adopted exactly that file (its sha256): `UnitAdoption`, audited;
+3. so must every other file systemd loads under that name (a vendor unit in
+   `/lib/systemd/system` that the push would shadow, drop-ins in `NAME.service.d/`), as
+   systemd itself reports them (`deploys.existing_units`): adopted together, by their
+   fingerprint.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import fnmatch
 
 from django.core.exceptions import ValidationError
 
+from deploys.existing_units import ExistingUnit
 from deploys.models import Host, UnitAdoption
 from deploys.probe import MANAGED_MARKER
 from deploys.transports.push import sha256_hex
@@ -118,12 +123,7 @@ def adoption_for(*, host: Host, unit_name: str, sha256: str) -> UnitAdoption | N
     )
 
 
-def overwrite_problems(*, host: Host, unit_name: str, current: bytes | None) -> list[str]:
-    """Why writing `unit_name` over `current` (the host's file now; None: absent) is
-    refused; empty when it may be written."""
-    denied = denied_unit_reason(unit_name)
-    if denied:
-        return [denied]
+def _foreign_file_problem(host: Host, unit_name: str, current: bytes | None) -> list[str]:
     if current is None or is_managed(current):
         return []
     sha = sha256_hex(current)
@@ -136,10 +136,47 @@ def overwrite_problems(*, host: Host, unit_name: str, current: bytes | None) -> 
     ]
 
 
+def loaded_elsewhere_problems(
+    *, host: Host, unit_name: str, existing: ExistingUnit | None
+) -> list[str]:
+    """Why the files systemd loads for the unit outside the one specadmin writes (a vendor
+    unit, drop-ins) block the write; empty when there are none or an admin adopted them."""
+    if existing is None or not existing.others:
+        return []
+    if adoption_for(host=host, unit_name=unit_name, sha256=existing.fingerprint) is not None:
+        return []
+    listed = ", ".join(f"{f.path} ({f.kind})" for f in existing.others)
+    return [
+        f"systemd on {host.name} already loads {unit_name}.service from {listed}, which "
+        f"specadmin did not write: a unit in {existing.own_path} would shadow it (or run "
+        "with its drop-ins). It is not written unless an admin adopts these files on the "
+        "host page."
+    ]
+
+
+def overwrite_problems(
+    *,
+    host: Host,
+    unit_name: str,
+    current: bytes | None,
+    existing: ExistingUnit | None = None,
+) -> list[str]:
+    """Why writing `unit_name` over `current` (the host's file now; None: absent) is
+    refused; empty when it may be written. `existing`: what systemd loads under that
+    name (`deploys.existing_units`), when it was asked."""
+    denied = denied_unit_reason(unit_name)
+    if denied:
+        return [denied]
+    return _foreign_file_problem(host, unit_name, current) + loaded_elsewhere_problems(
+        host=host, unit_name=unit_name, existing=existing
+    )
+
+
 __all__ = [
     "DENIED_UNIT_PATTERNS",
     "adoption_for",
     "denied_unit_reason",
     "is_managed",
+    "loaded_elsewhere_problems",
     "overwrite_problems",
 ]

@@ -4,6 +4,7 @@ on the form, a TransportError (unreachable host, changed key) as a page error.""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from deploys import approvals, selectors
+from deploys import approvals, existing_units, job_settings, selectors
+from deploys.existing_units import ExistingUnit, UnitFile, shadowed_diff
 from deploys.forms import (
     DecisionForm,
     DeployRequestForm,
@@ -336,6 +338,21 @@ def host_adopt_unit(request: HttpRequest, pk: int) -> HttpResponse:
 # -- deploy requests -----------------------------------------------------------------------
 
 
+def _shown_for(user: Any) -> Callable[[str], str]:
+    """Texts as this user may see them: secrets masked for viewers (units.masking)."""
+    return (lambda text: text) if can_see_secrets(user) else mask_text
+
+
+def _masked(loaded: ExistingUnit, shown: Callable[[str], str]) -> ExistingUnit:
+    files = [dataclasses.replace(f, text=shown(f.text)) for f in loaded.files]
+    return dataclasses.replace(loaded, files=files)
+
+
+def _loaded_files(loaded: ExistingUnit | None, shown: Callable[[str], str]) -> list[UnitFile]:
+    """The files systemd loads under the unit's name besides the one a push writes."""
+    return [] if loaded is None else _masked(loaded, shown).others
+
+
 @require_GET
 @requires(VIEW_REQUEST)
 def request_list(request: HttpRequest) -> HttpResponse:
@@ -373,9 +390,13 @@ def request_new(request: HttpRequest) -> HttpResponse:
         preview = selectors.deploy_preview(
             profile_version=data["profile_version"], host=data["host"], unit_name=unit_name
         )
+        loaded = existing_units.read_existing_unit(host=data["host"], unit_name=unit_name)
     except TransportError as exc:
         form.add_error("host", f"Cannot read the current unit on {data['host'].name}: {exc}")
         return render(request, "deploys/request_new.html", context)
+    shown = _shown_for(request.user)
+    context["loaded_files"] = _loaded_files(loaded, shown)
+    context["unit_name"] = unit_name
     if request.POST.get("step") == "submit":
         try:
             created = deploy_requests.deploy_request_create(
@@ -385,6 +406,7 @@ def request_new(request: HttpRequest) -> HttpResponse:
                 acknowledge_warnings=data["acknowledge_warnings"],
                 requested_by=request.user,
                 preview=preview,
+                existing=loaded,
             )
         except ValidationError as exc:
             _form_errors(form, exc)
@@ -393,10 +415,20 @@ def request_new(request: HttpRequest) -> HttpResponse:
             return redirect("deploys:request_detail", pk=created.pk)
         if any(f in form.errors for f in ("profile_version", "host", "unit_name")):
             return render(request, "deploys/request_new.html", context)
+    settings = job_settings.page_context(
+        requested=job_settings.job_settings(profile_version=data["profile_version"]),
+        host_id=data["host"].pk,
+        unit_name=unit_name,
+        exclude_request=None,
+    )
+    unit_diff = preview.diff(data["host"].name)
+    if preview.host_unit is None:  # the push would shadow a unit loaded from elsewhere
+        unit_diff = shadowed_diff(loaded, preview.unit.text, data["host"].name) or unit_diff
     context.update(
         preview=preview,
         unit_name=unit_name,
-        diff_lines=selectors.diff_lines(preview.diff(data["host"].name)),
+        diff_lines=selectors.diff_lines(unit_diff + settings["settings_diff"]),
+        **settings,
     )
     return render(request, "deploys/request_new.html", context)
 
@@ -414,22 +446,34 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     own = deploy.requested_by_id == user.pk
     refusal = approvals.decision_refusal(deploy, user) if pending else None
     # A viewer sees secrets masked (units.masking); approvers see the unit as it runs.
-    shown = (lambda text: text) if can_see_secrets(user) else mask_text
+    shown = _shown_for(user)
+    loaded = ExistingUnit.from_json(deploy.host_loaded_unit)
     diff = selectors.unit_diff(
         old=shown(deploy.host_unit_text) if deploy.host_unit_sha256 else None,
         new=shown(deploy.unit_text),
         unit_name=deploy.unit_name,
         host_name=deploy.host.name,
     )
+    if not deploy.host_unit_sha256 and loaded is not None:
+        masked = _masked(loaded, shown)
+        diff = shadowed_diff(masked, shown(deploy.unit_text), deploy.host.name) or diff
     findings = [{**f, "message": shown(str(f.get("message", "")))} for f in deploy.lint_findings]
+    settings = job_settings.page_context(
+        requested=deploy.job_settings,
+        host_id=deploy.host_id,
+        unit_name=deploy.unit_name,
+        exclude_request=deploy.pk,
+    )
     return render(
         request,
         "deploys/request_detail.html",
         {
             "deploy": deploy,
-            "diff_lines": selectors.diff_lines(diff),
+            "diff_lines": selectors.diff_lines(diff + settings["settings_diff"]),
+            **settings,
             "findings": findings,
             "unit_text": shown(deploy.unit_text),
+            "loaded_files": _loaded_files(loaded, shown),
             **job_context(deploy, user),
             "overdue": overdue,
             "own": own,

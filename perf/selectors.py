@@ -19,6 +19,39 @@ def policy_for(profile: Any) -> BenchPolicy:
         return BenchPolicy(profile=profile)
 
 
+# The policy's fields that decide what a deploy's benchmark does (all but the profile).
+POLICY_FIELDS = (
+    "enabled",
+    "threshold_pct",
+    "repeats",
+    "rollback_on_regression",
+    "endpoint",
+    "prompts",
+    "concurrency",
+    "num_requests",
+    "max_tokens",
+    "seed",
+)
+
+
+def policy_settings(profile: Any) -> dict[str, Any]:
+    """The profile's benchmark policy as JSON: part of a deploy request's job settings,
+    which the approval covers (`deploys.job_settings`)."""
+    policy = policy_for(profile)
+    values = {name: getattr(policy, name) for name in POLICY_FIELDS}
+    values["threshold_pct"] = float(values["threshold_pct"])
+    values["concurrency"] = list(values["concurrency"] or [])
+    return values
+
+
+def policy_from_settings(profile: Any, settings: dict[str, Any] | None) -> BenchPolicy:
+    """The policy a request was approved with (its stored job settings), unsaved; the
+    profile's current one for a request stored without them."""
+    if not settings:
+        return policy_for(profile)
+    return BenchPolicy(profile=profile, **{k: settings[k] for k in POLICY_FIELDS if k in settings})
+
+
 def baseline_for(profile: Any, host: Any) -> Baseline | None:
     return Baseline.objects.select_related("run").filter(profile=profile, host=host).first()
 

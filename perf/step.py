@@ -21,7 +21,7 @@ from deploys.jobs.steps import StepResult
 from perf.bench_thread import run_beside_the_job
 from perf.models import Baseline, BenchPolicy, BenchRun
 from perf.reach import Endpoint, ServiceUnreachable, measured_endpoint
-from perf.selectors import baseline_for, policy_for
+from perf.selectors import baseline_for, policy_from_settings
 from perf.services import (
     accept_baseline,
     compare_with_baseline,
@@ -79,7 +79,8 @@ def _figures(run: BenchRun) -> dict[str, Any]:
 def benchmark_step(job: BenchmarkJob) -> StepResult:
     ctx = job.ctx
     version = ctx.request.profile_version
-    policy = policy_for(version.profile)
+    # The policy the approver approved (stored with the request), not today's.
+    policy = policy_from_settings(version.profile, ctx.request.job_settings.get("benchmark"))
     if not policy.enabled:
         return StepResult.skipped("benchmarks are switched off for this profile")
     if job.service is None:

@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
+from deploys.ids import row_id
 from perf import charts
 from perf.models import BenchRun
 from perf.selectors import baseline_for, profile_host_pairs, runs_for
@@ -67,13 +68,16 @@ def _samples(run: BenchRun, metric: str) -> list[float]:
 
 
 def _pick(runs: list[BenchRun], raw: str | None, default: BenchRun | None) -> BenchRun | None:
-    if raw and raw.isdigit():
-        return next((r for r in runs if r.pk == int(raw)), default)
+    wanted = row_id(raw)
+    if wanted is not None:
+        return next((r for r in runs if r.pk == wanted), default)
     return default
 
 
 @requires(VIEW)
 def results(request: HttpRequest, profile_id: int, host_id: int) -> HttpResponse:
+    if row_id(profile_id) is None or row_id(host_id) is None:
+        return render(request, "perf/results.html", {"runs": [], "empty": True}, status=404)
     runs = list(runs_for(profile_id, host_id)[:200])
     if not runs:
         return render(request, "perf/results.html", {"runs": [], "empty": True}, status=404)

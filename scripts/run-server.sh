@@ -15,6 +15,9 @@ if [ -t 0 ] && [ -z "${SPECADMIN_RUN_SERVER_FOREGROUND:-}" ]; then
 fi
 host=${1:-127.0.0.1}
 port=${2:-8000}
+# The same address for `manage.py check --deploy` (specadmin.W001) and gunicorn, which
+# warns at start when it is not loopback (docs/operations.md, "Behind a reverse proxy").
+export SPECADMIN_BIND="$host:$port"
 .venv/bin/gunicorn --config python:specadmin.gunicorn_conf --bind "$host:$port" &
 web=$!
 # Its own session: Ctrl-C reaches only the cluster's main process (through stop below),

@@ -8,9 +8,15 @@ See https://docs.gunicorn.org/en/stable/settings.html for each name.
 
 from __future__ import annotations
 
-from specadmin.env import envint
+from typing import Any
+
+from specadmin.bind_address import PUBLIC_BIND_WARNING, public_binds
+from specadmin.env import envint, envstr
 
 wsgi_app = "specadmin.wsgi:application"
+# Loopback by default: a buffering reverse proxy belongs in front (docs/operations.md,
+# "Behind a reverse proxy"); `--bind` on the command line overrides it.
+bind = [b for b in envstr("SPECADMIN_BIND", "127.0.0.1:8000").split(",") if b]
 # Threads per worker: the pages poll with htmx and some views wait on SSH for a few seconds.
 worker_class = "gthread"
 workers = envint("WEB_WORKERS", 2)
@@ -24,3 +30,11 @@ access_log_format = '%(h)s "%(r)s" %(s)s %(B)s %(M)sms'
 errorlog = "-"
 loglevel = "info"
 control_socket_disable = True  # no `gunicornc`; two servers on one machine would share its path
+
+
+def on_starting(server: Any) -> None:
+    """Before binding: say so when the addresses are reachable from other machines and no
+    trusted proxy is configured in front (the same test as `check --deploy`, W001)."""
+    public = public_binds(list(server.cfg.bind))
+    if public and not envstr("SPECADMIN_TRUSTED_PROXIES", ""):
+        server.log.warning(PUBLIC_BIND_WARNING.format(binds=", ".join(public)))

@@ -40,6 +40,9 @@ INSTALLED_APPS = [
     "audit",
     "deploys",
     "perf",
+    # specadmin's own system checks (specadmin/checks.py: file modes, the secret key, the
+    # trusted proxies, serving on a public address).
+    "specadmin",
 ]
 
 MIDDLEWARE = [
@@ -63,13 +66,21 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-# After AXES_FAILURE_LIMIT failed logins for one username, or from one address, logins
-# for it / from it are refused (HTTP 429) for AXES_COOLOFF_TIME, even with the right
-# password; `manage.py axes_reset` lifts it (https://django-axes.readthedocs.io/en/latest/
-# 4_configuration.html). Behind a proxy, REMOTE_ADDR is the proxy: see docs/operations.md.
+# After AXES_FAILURE_LIMIT failed logins for one username from one address, logins of
+# that username from that address are refused (HTTP 429) for AXES_COOLOFF_TIME, even with
+# the right password; other users at that address (everyone behind one proxy) and that
+# user elsewhere are not; `manage.py axes_reset` lifts it (https://django-axes.readthedocs
+# .io/en/latest/4_configuration.html). The address is X-Forwarded-For's only when the peer
+# is a proxy listed in SPECADMIN_TRUSTED_PROXIES (docs/operations.md, "Behind a reverse
+# proxy"; specadmin/client_address.py).
 AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = timedelta(minutes=envint("AXES_COOLOFF_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "specadmin.client_address.client_address"
+SPECADMIN_TRUSTED_PROXIES = [p for p in envstr("SPECADMIN_TRUSTED_PROXIES", "").split(",") if p]
+# Where gunicorn listens (specadmin/gunicorn_conf.py; scripts/run-server.sh sets it): a
+# public address with no proxy in front is warned about (specadmin/checks.py, W001).
+SPECADMIN_BIND = envstr("SPECADMIN_BIND", "127.0.0.1:8000")
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no banner on every manage.py command; lockouts are still logged
 
@@ -98,6 +109,9 @@ def _database() -> dict:
     url = envstr("DATABASE_URL", f"sqlite:///{VAR_DIR / 'specadmin.sqlite3'}")
     config = dj_database_url.parse(url, conn_max_age=envint("DB_CONN_MAX_AGE", 0))
     if config["ENGINE"] == "django.db.backends.sqlite3":
+        # Django's backend, but the database file is created 0600 and refused when others
+        # may read it (specadmin/backends/sqlite3/base.py).
+        config["ENGINE"] = "specadmin.backends.sqlite3"
         # SQLite creates the file but not its directory (var/ is not in git).
         Path(config["NAME"]).parent.mkdir(parents=True, exist_ok=True)
         VAR_DIR.mkdir(parents=True, exist_ok=True)
@@ -161,6 +175,18 @@ if SPECADMIN_TLS or _PROXY_SSL_HEADER:
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 LOGIN_REDIRECT_URL = "/"
+
+# Mail, for password reset links only (specadmin/accounts.py): without EMAIL_HOST (or an
+# EMAIL_BACKEND) the reset pages say reset by e-mail is off instead of failing to send.
+EMAIL_HOST = envstr("EMAIL_HOST", "")
+EMAIL_PORT = envint("EMAIL_PORT", 587)
+EMAIL_HOST_USER = envstr("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "specadmin@localhost")
+if envstr("EMAIL_BACKEND", ""):
+    EMAIL_BACKEND = envstr("EMAIL_BACKEND", "")
+PASSWORD_RESET_BY_EMAIL = bool(EMAIL_HOST or envstr("EMAIL_BACKEND", ""))
 
 _REDIS_URL = envstr("REDIS_URL", "")
 Q_CLUSTER: dict = {

@@ -4,11 +4,13 @@ from django.contrib import admin
 from django.urls import include, path
 
 from specadmin import views
+from specadmin.accounts import account_patterns
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("admin/", admin.site.urls),
-    path("accounts/", include("django.contrib.auth.urls")),
+    # Django's account pages; reset by e-mail only with a mail server (specadmin/accounts.py).
+    path("accounts/", include(account_patterns())),
     path("profiles/", include("units.urls")),
     path("history/", include("audit.urls")),
     path("deploys/", include("deploys.urls")),

@@ -179,6 +179,15 @@ class ProfileVersion(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # The version whose settings this one copies whole: a restored version, or the source
+    # of a clone (None: written here, as an edit of the version before it).
+    copied_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # Everyone who wrote any part of these settings (user ids, sorted): the author of an
+    # edit plus the authors of the version it edits; a copy carries the authors of what
+    # it copies plus the person who copied (docs/operations.md, "Four eyes").
+    authors = models.JSONField(default=list)
 
     objects = ProfileVersionQuerySet.as_manager()
 
@@ -190,6 +199,14 @@ class ProfileVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.profile.name} v{self.number}"
+
+    @property
+    def brought_by(self) -> set[int]:
+        """Who wrote what this version changes compared with the one before it: its
+        author for an edit; for a copy (restore, clone) also everyone who wrote the copied
+        settings, since the copy puts their text back."""
+        own = {self.created_by_id} if self.created_by_id is not None else set()
+        return own | set(self.authors) if self.copied_from_id is not None else own
 
     def save(self, *args: object, **kwargs: object) -> None:
         if self.pk is not None:

@@ -2,11 +2,14 @@
 deploys), admin (everything specadmin offers).
 
 Groups hold model permissions, so views check `user.has_perm("units.change_serviceprofile")`
-and never a group name. `ensure_roles()` is idempotent (loaddemo and deployments call it);
-it only adds permissions, so an administrator's extra grants survive.
+and never a group name. A data migration creates them on every install (units 0006);
+`ensure_roles()` is idempotent (loaddemo calls it too) and only adds permissions, so an
+administrator's extra grants survive.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.contrib.auth.models import Group, Permission
 
@@ -44,11 +47,11 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _permissions(names: tuple[str, ...]) -> list[Permission]:
+def _permissions(permission_model: Any, names: tuple[str, ...]) -> list[Any]:
     found = []
     for name in names:
         app_label, codename = name.split(".", 1)
-        perm = Permission.objects.filter(
+        perm = permission_model.objects.filter(
             content_type__app_label=app_label, codename=codename
         ).first()
         if perm is not None:
@@ -56,11 +59,17 @@ def _permissions(names: tuple[str, ...]) -> list[Permission]:
     return found
 
 
-def ensure_roles() -> dict[str, Group]:
-    """Create the four groups (if missing) and grant their permissions."""
-    groups: dict[str, Group] = {}
+def ensure_roles(apps: Any = None) -> dict[str, Group]:
+    """Create the four groups (if missing) and grant their permissions. Idempotent; only
+    adds permissions, so an administrator's extra grants survive.
+
+    `apps`: a migration's app registry (units migration 0006 creates the roles on every
+    install that runs `migrate`); the project's models otherwise."""
+    group_model = apps.get_model("auth", "Group") if apps is not None else Group
+    permission_model = apps.get_model("auth", "Permission") if apps is not None else Permission
+    groups: dict[str, Any] = {}
     for role, names in ROLE_PERMISSIONS.items():
-        group, _ = Group.objects.get_or_create(name=role)
-        group.permissions.add(*_permissions(names))
+        group, _ = group_model.objects.get_or_create(name=role)
+        group.permissions.add(*_permissions(permission_model, names))
         groups[role] = group
     return groups

@@ -6,6 +6,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
 from units.models import PROFILE_FIELDS, ProfileVersion, ServiceProfile
@@ -80,6 +81,12 @@ def _setting_keys(*versions: ProfileVersion) -> list[str]:
     never the stored order, which PostgreSQL's jsonb does not keep."""
     stored = set().union(*(v.data for v in versions))
     return [f for f in PROFILE_FIELDS if f in stored] + sorted(stored - set(PROFILE_FIELDS))
+
+
+def version_author_names(version: ProfileVersion) -> list[str]:
+    """The usernames of everyone who wrote any part of the version's settings."""
+    users = get_user_model().objects.filter(pk__in=version.authors)
+    return sorted(user.get_username() for user in users)
 
 
 def version_settings(version: ProfileVersion) -> list[tuple[str, Any]]:

@@ -32,6 +32,17 @@ def changed_fields(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return [f for f in PROFILE_FIELDS if old.get(f) != new.get(f)]
 
 
+def version_authors(*, base: ProfileVersion | None, created_by: User | None) -> list[int]:
+    """Everyone who wrote any part of a new version's settings: those of `base` (the
+    version it edits, or the one it copies) and its own author. Authorship follows
+    content, so a restore or a clone carries the authors of the text it copies and the
+    four-eyes rule (`deploys.approvals`) keeps them from approving it."""
+    authors = set(base.authors) if base is not None else set()
+    if created_by is not None and created_by.pk is not None:
+        authors.add(created_by.pk)
+    return sorted(authors)
+
+
 def _append_version(
     *,
     profile: ServiceProfile,
@@ -39,6 +50,7 @@ def _append_version(
     changed: Iterable[str],
     created_by: User | None,
     comment: str,
+    copied_from: ProfileVersion | None = None,
 ) -> ProfileVersion:
     latest = profile_latest_version(profile=profile)
     unit_text = render_unit(data)
@@ -51,6 +63,8 @@ def _append_version(
         changed_fields=list(changed),
         comment=comment[:500],
         created_by=created_by,
+        copied_from=copied_from,
+        authors=version_authors(base=copied_from or latest, created_by=created_by),
     )
 
 
@@ -117,8 +131,10 @@ def _save_settings(
     data: dict[str, Any],
     user: User | None,
     comment: str,
+    copied_from: ProfileVersion | None = None,
 ) -> ProfileVersion | None:
-    """Apply canonical, valid data; None when nothing differs from the current settings."""
+    """Apply canonical, valid data; None when nothing differs from the current settings.
+    `copied_from`: the version these settings are a copy of (a restore)."""
     if profile.archived:
         raise ValidationError(
             f"“{profile.name}” is archived: restore it from the archive before changing it."
@@ -140,7 +156,12 @@ def _save_settings(
         setattr(profile, field, value)
     profile.save()
     return _append_version(
-        profile=profile, data=data, changed=changed, created_by=user, comment=comment
+        profile=profile,
+        data=data,
+        changed=changed,
+        created_by=user,
+        comment=comment,
+        copied_from=copied_from,
     )
 
 
@@ -209,6 +230,7 @@ def profile_clone(
             changed=["name"],
             created_by=created_by,
             comment=f"Cloned from {where}",
+            copied_from=source_version,
         )
         _audit(
             AuditKind.PROFILE_CREATED,
@@ -258,6 +280,7 @@ def profile_restore_version(*, version: ProfileVersion, restored_by: User | None
             data=clean,
             user=restored_by,
             comment=f"Restored v{version.number}",
+            copied_from=version,
         )
         if new is None:
             latest = profile_latest_version(profile=profile)

@@ -338,7 +338,14 @@ def version_history(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
+# The largest id a BigAutoField holds: past it SQLite raises OverflowError (a 500) for a
+# lookup through a foreign key, where Django's own range check does not apply.
+MAX_ROW_ID = 2**63 - 1
+
+
 def _version(pk: int, number: int) -> ProfileVersion:
+    if pk > MAX_ROW_ID or number > MAX_ROW_ID:
+        raise Http404("No such version.")
     return get_object_or_404(
         ProfileVersion.objects.select_related("profile", "created_by"),
         profile_id=pk,
@@ -368,6 +375,7 @@ def version_detail(request: HttpRequest, pk: int, number: int) -> HttpResponse:
             ),
             "is_latest": latest is not None and latest.pk == version.pk,
             "can_edit": can_edit(request.user) and not version.profile.archived,
+            "authors": selectors.version_author_names(version),
         },
     )
 

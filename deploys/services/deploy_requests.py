@@ -22,7 +22,10 @@ from django.utils import timezone
 
 from audit.models import AuditKind
 from audit.services import record
+from deploys import existing_units
 from deploys.approvals import approval_problems, approval_ttl, refuse_own_decision
+from deploys.existing_units import ExistingUnit
+from deploys.job_settings import job_settings, settings_sha256
 from deploys.jobs import queue
 from deploys.models import DeployRequest, Host
 from deploys.permissions import APPROVE_DEPLOY, REQUEST_DEPLOY, require
@@ -108,6 +111,18 @@ def _unit_preview(
         raise transport_error(f"Cannot read the current unit on {host.name}", exc) from exc
 
 
+def _loaded_unit(existing: ExistingUnit | None, *, host: Host, unit_name: str) -> ExistingUnit:
+    """The caller's answer of systemd when it is of this unit, else asked now."""
+    if existing is not None:
+        if existing.unit_name != unit_name:
+            raise ValueError(f"systemd was asked about {existing.unit_name}, not {unit_name}")
+        return existing
+    try:
+        return existing_units.read_existing_unit(host=host, unit_name=unit_name)
+    except TransportError as exc:
+        raise transport_error(f"Cannot ask systemd on {host.name} about {unit_name}", exc) from exc
+
+
 def _check_sizes(preview: DeployPreview, *, host: Host, unit_name: str) -> None:
     """Neither our unit nor the one on the host is larger than a push may be."""
     unit = preview.unit
@@ -147,6 +162,7 @@ def deploy_request_create(
     unit_name: str = "",
     acknowledge_warnings: bool = False,
     preview: DeployPreview | None = None,
+    existing: ExistingUnit | None = None,
     now: datetime | None = None,
 ) -> DeployRequest:
     """Request "deploy version V to host H as unit U" (U defaults to the profile name; a
@@ -156,7 +172,9 @@ def deploy_request_create(
     holding the database write lock) and stored with its hash, so the job can refuse to
     overwrite a file that changed after the approver saw the diff. `preview`: that read,
     when the caller has just made it for the same version, host and unit (the request
-    page shows it), so the host is not read twice. Lint errors block; warnings need
+    page shows it), so the host is not read twice; `existing`: likewise, what systemd
+    loads under that name (`deploys.existing_units`: a vendor unit the push would shadow,
+    drop-ins), which needs an admin's adoption. Lint errors block; warnings need
     `acknowledge_warnings`.
     """
     require(requested_by, REQUEST_DEPLOY, "request deploys")
@@ -166,11 +184,15 @@ def deploy_request_create(
         preview, profile_version=profile_version, host=host, unit_name=unit_name
     )
     _check_sizes(preview, host=host, unit_name=unit_name)
-    foreign = overwrite_problems(host=host, unit_name=unit_name, current=preview.host_unit)
+    existing = _loaded_unit(existing, host=host, unit_name=unit_name)
+    foreign = overwrite_problems(
+        host=host, unit_name=unit_name, current=preview.host_unit, existing=existing
+    )
     if foreign:
         raise ValidationError({"unit_name": foreign})
     unit = preview.unit
     _check_findings(unit, acknowledge_warnings=acknowledge_warnings)
+    settings = job_settings(profile_version=profile_version)
     now = now or timezone.now()
     with transaction.atomic():
         # Checked again in the transaction (on SQLite under its write lock): a version
@@ -185,7 +207,10 @@ def deploy_request_create(
             # Shown in a diff only; a NUL would break PostgreSQL text. The hash is exact.
             host_unit_text=preview.host_unit_text.replace("\0", "\ufffd"),
             host_unit_sha256=preview.host_unit_sha256,
+            host_loaded_unit=existing.as_json(),
             lint_findings=unit.findings,
+            job_settings=settings,
+            job_settings_sha256=settings_sha256(settings),
             warnings_acknowledged=bool(unit.warnings) and acknowledge_warnings,
             requested_by=requested_by,
             expires_at=now + approval_ttl(),
@@ -198,7 +223,9 @@ def deploy_request_create(
                 "version": profile_version.number,
                 "unit_name": unit_name,
                 "unit_sha256": unit.sha256,
+                "job_settings": settings,
                 "host_unit_sha256": preview.host_unit_sha256,
+                "host_loaded_from": [f.path for f in existing.files],
                 "lint_systemd_version": unit.systemd_version,
                 "lint_vllm_version": unit.vllm_version,
                 "warnings": [f["code"] for f in unit.warnings],
@@ -274,6 +301,7 @@ def deploy_request_approve(
             decided_at=now,
             decision_comment=comment.strip(),
             approved_sha256=F("unit_sha256"),
+            approved_settings_sha256=F("job_settings_sha256"),
         )
         if claimed:
             request.refresh_from_db()
@@ -289,7 +317,11 @@ def deploy_request_approve(
                     AuditKind.DEPLOY_APPROVED,
                     approver,
                     request,
-                    {"approved_sha256": request.approved_sha256, "comment": comment.strip()},
+                    {
+                        "approved_sha256": request.approved_sha256,
+                        "approved_settings_sha256": request.approved_settings_sha256,
+                        "comment": comment.strip(),
+                    },
                 )
                 transaction.on_commit(functools.partial(queue.enqueue_deploy, request.pk))
     if not claimed:

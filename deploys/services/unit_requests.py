@@ -22,6 +22,7 @@ from django.utils import timezone
 from audit.models import AuditKind
 from audit.services import record
 from deploys.approvals import approval_ttl
+from deploys.job_settings import job_settings, settings_sha256
 from deploys.jobs import queue
 from deploys.models import DeployRequest, Host, PushedUnit
 from deploys.permissions import CANCEL_JOB, CHANGE_HOST, REQUEST_DEPLOY, require
@@ -118,6 +119,7 @@ def _create(
 ) -> DeployRequest:
     assert push.request is not None
     live_text = live.decode("utf-8", "replace").replace("\0", "\ufffd")
+    settings = job_settings(profile_version=push.request.profile_version)
     with transaction.atomic():
         request = DeployRequest.objects.create(
             kind=kind,
@@ -129,6 +131,8 @@ def _create(
             host_unit_text=live_text,
             host_unit_sha256=sha256_hex(live),
             lint_findings=findings,
+            job_settings=settings,
+            job_settings_sha256=settings_sha256(settings),
             warnings_acknowledged=bool(findings),
             requested_by=requested_by,
             expires_at=now + approval_ttl(),
@@ -142,6 +146,7 @@ def _create(
                 "unit_name": unit_name,
                 "unit_sha256": request.unit_sha256,
                 "host_unit_sha256": request.host_unit_sha256,
+                "job_settings": settings,
                 "rollback_to_push": rollback_to.pk if rollback_to else None,
                 "expires_at": request.expires_at.isoformat(),
             },
@@ -160,12 +165,18 @@ def _approve_automatically(request: DeployRequest, now: datetime) -> None:
         decided_at=now,
         decision_comment=reason,
         approved_sha256=request.unit_sha256,
+        approved_settings_sha256=request.job_settings_sha256,
     )
     _audit(
         AuditKind.DEPLOY_APPROVED,
         None,
         request,
-        {"approved_sha256": request.unit_sha256, "automatic": True, "comment": reason},
+        {
+            "approved_sha256": request.unit_sha256,
+            "approved_settings_sha256": request.job_settings_sha256,
+            "automatic": True,
+            "comment": reason,
+        },
     )
     transaction.on_commit(functools.partial(queue.enqueue_deploy, request.pk))
 

@@ -16,7 +16,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 
-from deploys import selectors
+from deploys import existing_units, selectors
 from deploys.jobs import queue
 from deploys.models import DeployRequest, Host
 from deploys.services.deploy_requests import deploy_request_create
@@ -88,6 +88,7 @@ def host(people: People) -> Host:
 def on_host(monkeypatch: pytest.MonkeyPatch) -> FakeHosts:
     fake = FakeHosts(files={"vllm-kimi-k25-int4": OLD_UNIT})
     monkeypatch.setattr(selectors, "read_host_unit", fake.read)
+    monkeypatch.setattr(existing_units, "read_existing_unit", fake.loaded)
     return fake
 
 

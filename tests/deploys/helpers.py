@@ -20,10 +20,12 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
+from deploys.existing_units import ExistingUnit, UnitFile
 from deploys.jobs import pipelines
 from deploys.jobs.pipelines import Steps
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
+from deploys.transports.push import sha256_hex
 from deploys.transports.ssh import HostKeyInfo, SSHTransport, fingerprint_sha256, parse_pinned_key
 from tests.ports import service_port
 from tests.testhost.host import TestHost
@@ -116,6 +118,24 @@ class FakeHosts:
         if self.error is not None:
             raise self.error
         return self.files.get(unit_name)
+
+    def loaded(self, *, host: Host, unit_name: str) -> ExistingUnit:
+        """What systemd would report for the unit: the file in /etc/systemd/system, if
+        any (the real hosts' vendor units are in tests/deploys/test_existing_units.py)."""
+        if self.error is not None:
+            raise self.error
+        return loaded_from_etc(unit_name, self.files.get(unit_name))
+
+
+def loaded_from_etc(unit_name: str, data: bytes | None) -> ExistingUnit:
+    """`systemctl show` of a unit whose only file is `data` in /etc/systemd/system."""
+    if data is None:
+        return ExistingUnit(unit_name, "not-found", [])
+    path = f"/etc/systemd/system/{unit_name}.service"
+    text = data.decode("utf-8", "replace")
+    return ExistingUnit(
+        unit_name, "loaded", [UnitFile(path, "unit file", sha256_hex(data), len(data), text)]
+    )
 
 
 @dataclass

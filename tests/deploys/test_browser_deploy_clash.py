@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
-from deploys import selectors
+from deploys import existing_units, selectors
+from deploys.existing_units import ExistingUnit
 from deploys.models import Host, PushedUnit
 from deploys.transports.push import sha256_hex
 from tests.browser import PASSWORD, expect, login, overflow, shot
@@ -44,6 +45,9 @@ def test_the_deploy_preview_names_the_deployed_unit_on_the_same_port(
     )
     version = profile_create(data=baseline(), created_by=olga).versions.get()
     monkeypatch.setattr(selectors, "read_host_unit", lambda **kwargs: None)  # not there yet
+    monkeypatch.setattr(
+        existing_units, "read_existing_unit", lambda *, host, unit_name: ExistingUnit(unit_name)
+    )
 
     login(page, live_server.url, "olga")
     page.goto(

@@ -17,7 +17,7 @@ from deploys.models import DeployRequest, Host, PushedUnit
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_reject
 from tests.deploys.helpers import FakeHosts, People
 from units.models import ServiceProfile
-from units.services import profile_update
+from units.services import profile_clone, profile_restore_version, profile_update
 
 Status = DeployRequest.Status
 
@@ -123,3 +123,53 @@ def test_request_page_tells_an_author_why_she_cannot_decide(
     client.force_login(people.bob)
     page = client.get(reverse("deploys:request_detail", args=[request.pk])).content.decode()
     assert "Approve this exact unit" in page
+
+
+# -- authorship follows content: clones and restores carry the authors of what they copy --
+
+
+def test_the_author_of_a_cloned_version_cannot_approve_the_clone(
+    people: People, profile: ServiceProfile, make_request: Callable[..., DeployRequest]
+) -> None:
+    edit(profile, people.ada, max_num_seqs=32)  # ada writes v2 …
+    clone = profile_clone(profile=profile, new_name="vllm-kimi-variant", created_by=people.olga)
+    request = make_request(profile_version=clone.versions.get(number=1))  # … olga clones it
+    assert change_authors(request) == {people.olga.pk: [1], people.ada.pk: [1]}
+    with pytest.raises(
+        PermissionDenied,
+        match=r"You wrote part of v1 \(copied from vllm-kimi-k25-int4 v2\) of vllm-kimi-variant",
+    ):
+        deploy_request_approve(request=request, approver=people.ada)
+    assert deploy_request_approve(request=request, approver=people.bob).status == Status.APPROVED
+
+
+def test_the_author_of_a_restored_version_cannot_approve_the_restore(
+    people: People,
+    profile: ServiceProfile,
+    make_request: Callable[..., DeployRequest],
+    on_host: FakeHosts,
+) -> None:
+    edit(profile, people.ada, max_num_seqs=32)  # v2 by ada
+    edit(profile, people.olga, max_num_seqs=16)  # v3 by olga …
+    running = make_request(profile_version=profile.versions.get(number=3))
+    deploy_request_approve(request=running, approver=people.alice)
+    on_host.files["vllm-kimi-k25-int4"] = pushed(running).text.encode()  # … runs on the host
+    restored = profile_restore_version(
+        version=profile.versions.get(number=2), restored_by=people.olga
+    )  # v4: ada's v2 again, "written" by olga
+    request = make_request(profile_version=restored)
+    assert change_authors(request) == {people.olga.pk: [4], people.ada.pk: [4]}
+    with pytest.raises(PermissionDenied, match=r"You wrote part of v4 \(copied from v2\)"):
+        deploy_request_approve(request=request, approver=people.ada)
+    assert deploy_request_approve(request=request, approver=people.bob).status == Status.APPROVED
+
+
+def test_a_restore_carries_the_authors_of_the_copied_version_only(
+    people: People, profile: ServiceProfile
+) -> None:
+    edit(profile, people.ada, max_num_seqs=32)  # v2: olga's v1 + ada
+    restored = profile_restore_version(
+        version=profile.versions.get(number=1), restored_by=people.alice
+    )  # v3: olga's v1 again, restored by alice; ada's change is gone
+    assert sorted(restored.authors) == sorted([people.olga.pk, people.alice.pk])
+    assert restored.copied_from == profile.versions.get(number=1)

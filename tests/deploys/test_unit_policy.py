@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from audit.models import AuditEvent
+from deploys.job_settings import job_settings, settings_sha256
 from deploys.jobs import runner
 from deploys.models import DeployRequest, Host, PushedUnit, UnitAdoption
 from deploys.selectors import rendered_text
@@ -186,7 +187,11 @@ def request_as_stored(
     version = profile_create(data=baseline(name=unique("legacy")), created_by=None).versions.get()
     text = rendered_text(profile_version=version)
     sha = sha256_hex(text.encode())
+    settings = job_settings(profile_version=version)
     return DeployRequest.objects.create(
+        job_settings=settings,
+        job_settings_sha256=settings_sha256(settings),
+        approved_settings_sha256=settings_sha256(settings),
         profile_version=version,
         host=site,
         unit_name=unit_name,

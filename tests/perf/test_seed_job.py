@@ -43,7 +43,6 @@ from tests.deploys.conftest import (  # noqa: F401 (fixtures)
 )
 from tests.deploys.helpers import (
     UNIT_DIR,
-    approved_request,
     double_profile,
     make_host,
     make_users,
@@ -52,7 +51,7 @@ from tests.deploys.helpers import (
 from tests.deploys.qcluster_support import Setup, manage, python
 from tests.deploys.test_qcluster_pipeline import NEXT
 from tests.testhost.host import TestHost
-from units.services import profile_update
+from units.services import profile_create, profile_update
 
 pytestmark = pytest.mark.testhost
 
@@ -124,9 +123,19 @@ def test_the_seeds_ngram_variant_regresses_and_the_job_puts_the_74_tok_s_baselin
 ) -> None:
     site: Host = make_host(seedhost)
     data = double_profile(environment=SEED_SPEED, port=service_port())
-    baseline = approved_request(site, *pair, data=data)
-    profile = baseline.profile_version.profile
+    # The benchmark policy before the request: it is part of what is approved.
+    profile = profile_create(data=data, created_by=None)
     BenchPolicy.objects.create(profile=profile, **POLICY)
+    requester, approver = pair
+    baseline = deploy_request_approve(
+        request=deploy_request_create(
+            profile_version=profile.versions.get(),
+            host=site,
+            requested_by=requester,
+            acknowledge_warnings=True,
+        ),
+        approver=approver,
+    )
     unit = f"{baseline.unit_name}.service"
 
     # 1. the baseline: deployed, measured through the SSH port forward, accepted

@@ -190,3 +190,18 @@ def test_a_loopback_only_server_on_an_ssh_host_is_reached_through_a_forward() ->
     local = Host(name="l", address="192.0.2.10", transport=Host.Transport.LOCAL)
     assert not needs_forward(loopback_only, local)
     assert worker_url(loopback_only, local) == "http://127.0.0.1:8001"
+
+
+def test_the_step_follows_the_policy_the_request_was_approved_with(
+    deploy_ctx: Callable[..., BenchmarkJob], small_policy: BenchPolicy
+) -> None:
+    small_policy.enabled = False
+    small_policy.save()
+    ctx = deploy_ctx("http://127.0.0.1:9")  # requested (and pinned) with benchmarks off …
+    small_policy.enabled = True
+    small_policy.save()  # … switched on later: the job still does what was approved
+    result = hook.benchmark(ctx)
+    assert (result.outcome, result.reason) == (
+        Outcome.SKIPPED,
+        "benchmarks are switched off for this profile",
+    )

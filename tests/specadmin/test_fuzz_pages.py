@@ -16,7 +16,10 @@ tests/conftest.py), no deadline per example.
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -26,16 +29,19 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
+from django.urls import NoReverseMatch, URLPattern, URLResolver, get_resolver, reverse
+from django.urls.resolvers import RegexPattern
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deploys import selectors
+from deploys import existing_units, selectors
 from deploys.jobs import queue
-from deploys.models import DeployRequest, Host
+from deploys.models import DeployRequest, Host, PushedUnit
 from deploys.services import hosts as host_services
 from deploys.services.deploy_requests import deploy_request_create
 from deploys.transports import HostUnreachable
-from tests.deploys.helpers import OLD_UNIT, fake_host_key
+from tests.deploys.helpers import OLD_UNIT, fake_host_key, loaded_from_etc
+from tests.perf.factories import stored_run
 from tests.units.factories import baseline
 from units.roles import ADMIN, OPERATOR, ensure_roles
 from units.services import profile_create, profile_update
@@ -73,7 +79,17 @@ NASTY = [
     "{{ request }}",
     "x" * 3000,
     "--api-key=sk-1",
+    "²",
+    "٣",
+    "9999-12-31",
+    "0001-01-01",
+    "2026-02-30",
+    "1",
 ]
+# Given to every parameter of every route at once, each in turn (random picks would
+# rarely hit a date at the end of the calendar): digits that are not ASCII, numbers past
+# Python's and the databases' limits, the first and last dates there are, a NUL.
+EDGES = ["²", "9" * 5000, "99999999999999999999", "-1", "9999-12-31", "0001-01-01", "a\x00b"]
 TEXT = st.one_of(
     st.text(st.characters(codec="utf-8"), max_size=60),
     st.sampled_from(NASTY),
@@ -132,6 +148,11 @@ def site(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     olga = users.create_user("olga")
     olga.groups.add(ensure_roles()[OPERATOR])
     monkeypatch.setattr(selectors, "read_host_unit", lambda *, host, unit_name: OLD_UNIT)
+    monkeypatch.setattr(
+        existing_units,
+        "read_existing_unit",
+        lambda *, host, unit_name: loaded_from_etc(unit_name, OLD_UNIT),
+    )
 
     def unreachable(address: str, port: int, timeout: float) -> Any:
         raise HostUnreachable(f"cannot connect to {address}:{port}: fuzzing")
@@ -155,9 +176,25 @@ def site(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         requested_by=olga,
         acknowledge_warnings=True,
     )
+    pushed = PushedUnit.objects.create(
+        host=host,
+        unit_name=profile.name,
+        request=request,
+        text=request.unit_text,
+        sha256=request.unit_sha256,
+    )
+    runs = [stored_run(profile, host, tok_s) for tok_s in (70.0, 72.0)]
     client = Client()
     client.force_login(admin)
-    return {"client": client, "profile": profile, "host": host, "request": request}
+    return {
+        "run": runs[0],
+        "client": client,
+        "profile": profile,
+        "host": host,
+        "request": request,
+        "push": pushed,
+        "admin": admin,
+    }
 
 
 PAGES: dict[str, Callable[[dict[str, Any]], str]] = {
@@ -247,3 +284,190 @@ def test_the_parser_finds_the_forms_of_a_page(site: dict[str, Any]) -> None:
     edit = list(forms_on(site["client"], f"/profiles/{site['profile'].pk}/edit/"))
     assert any({"port", "gpu_memory_utilization", "environment"} <= set(f.fields) for f in edit)
     assert DeployRequest.objects.count() == 1
+
+
+# -- every URL pattern: its path converters and the query parameters its view reads --------
+
+# Values for a path converter besides the site's own rows: the edges of Python's and the
+# databases' integers, and text that only a `str`/`path` converter lets through.
+PATH_VALUES = {
+    "int": ["0", "9999999999999999999", "9" * 5000],
+    "str": ["\u202eevil", "a\x00b", "x" * 3000, "%n%s", "{{ request }}"],
+    "slug": ["a" * 300, "-", "_"],
+    "path": ["../../etc/passwd", "a/b/c", "\u2028"],
+    "uuid": ["00000000-0000-0000-0000-000000000000"],
+}
+CONVERTER = re.compile(r"<(?:(?P<type>\w+):)?(?P<name>\w+)>")
+# Names a view reads from the query string or the form data, found in its source.
+READS = re.compile(r"""(?:GET|POST|QUERY)(?:\.get|\.getlist)?\s*[(\[]\s*["']([\w-]+)["']""")
+FORM_OF_REQUEST = re.compile(r"(\w+Form)\(\s*request\.(?:GET|POST)")
+# Django admin's own changelist parameters, and a few any view might read.
+COMMON_NAMES = ["page", "q", "o", "p", "e", "all", "_popup", "_to_field", "next", "unrelated"]
+
+
+@dataclass(frozen=True)
+class Route:
+    route: str  # "deploys/hosts/<int:pk>/"
+    name: str  # "deploys:host_detail"
+    callback: Callable[..., Any]
+    regex: bool = False  # a re_path (the admin's): filled through reverse()
+
+
+def routes(
+    resolver: URLResolver | None = None, prefix: str = "", space: str = ""
+) -> Iterator[Route]:
+    """Every URL pattern of the project (the resolver's tree, so a new view is included)."""
+    resolver = resolver or get_resolver()
+    for entry in resolver.url_patterns:
+        if isinstance(entry, URLResolver):
+            inner = f"{space}{entry.namespace}:" if entry.namespace else space
+            yield from routes(entry, prefix + str(entry.pattern), inner)
+        elif isinstance(entry, URLPattern):
+            name = f"{space}{entry.name}" if entry.name else ""
+            regex = isinstance(entry.pattern, RegexPattern)
+            yield Route(prefix + str(entry.pattern), name, entry.callback, regex)
+
+
+def _view_function(callback: Callable[..., Any]) -> Callable[..., Any]:
+    view = getattr(callback, "view_class", None) or callback
+    while hasattr(view, "__wrapped__"):
+        view = view.__wrapped__
+    return view
+
+
+def parameter_names(callback: Callable[..., Any]) -> list[str]:
+    """What the view may read: request.GET/POST keys in its module's source (views hand
+    the request to helpers beside them), and the fields of forms built from them."""
+    view = _view_function(callback)
+    try:
+        source = inspect.getsource(sys.modules[view.__module__])
+    except (OSError, TypeError, KeyError, AttributeError):
+        return list(COMMON_NAMES)
+    names = list(READS.findall(source))
+    module = sys.modules[view.__module__]
+    for form_name in FORM_OF_REQUEST.findall(source):
+        form = getattr(module, form_name, None)
+        names.extend(getattr(form, "base_fields", {}))
+    return list(dict.fromkeys(names + COMMON_NAMES))
+
+
+def own_values(site: dict[str, Any]) -> dict[str, str]:
+    """The site's rows, by the converter names the routes use."""
+    ids = {
+        "pk": site["host"].pk,
+        "number": 1,
+        "profile_id": site["profile"].pk,
+        "host_id": site["host"].pk,
+        "run_id": site["run"].pk,
+        "object_id": site["profile"].pk,
+    }
+    return {name: str(value) for name, value in ids.items()}
+
+
+def _reversed(route: Route, site: dict[str, Any]) -> list[str]:
+    """A regular-expression route, filled with the site's values (or the first app)."""
+    if not route.name:  # the admin's catch-all: any path below it
+        return [
+            "/" + re.sub(r"\(\?P<\w+>[^)]*\)", "nowhere/", route.route).replace("^", "").rstrip("$")
+        ]
+    names = list(re.compile(route.route.split("/", 1)[-1]).groupindex) if route.regex else []
+    own = own_values(site) | {"app_label": "units", "url": "nowhere/"}
+    try:
+        return [reverse(route.name, kwargs={n: own.get(n, "1") for n in names})]
+    except NoReverseMatch:
+        return []
+
+
+def paths(route: Route, site: dict[str, Any]) -> list[str]:
+    """The route filled with the site's own rows, then each converter in turn with each
+    troublemaker of its kind."""
+    if route.regex:
+        return _reversed(route, site)
+    converters = CONVERTER.findall(route.route)
+    own = own_values(site)
+
+    def fill(name: str, value: str) -> str:
+        def one(match: re.Match[str]) -> str:
+            return value if match["name"] == name else own.get(match["name"], "1")
+
+        return "/" + CONVERTER.sub(one, route.route)
+
+    found = [fill("", "")]
+    for kind, name in converters:
+        for value in PATH_VALUES.get(kind or "str", PATH_VALUES["str"]):
+            found.append(fill(name, value))
+    return found
+
+
+ROUTES = sorted((r for r in routes() if "logout" not in r.route), key=lambda r: r.route)
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=[r.route or "/" for r in ROUTES])
+def test_every_url_pattern_with_arbitrary_path_values_and_query_never_answers_5xx(
+    site: dict[str, Any], route: Route
+) -> None:
+    client = site["client"]
+    urls = paths(route, site)
+    for url in urls:
+        assert client.get(url).status_code < 500, url
+    if not urls:
+        pytest.fail(f"no URL could be made for {route.route} ({route.name})")
+    url = urls[0]
+    names = parameter_names(route.callback)
+    for value in EDGES:
+        values = dict.fromkeys(names, value)
+        assert answer(client.get(url, values)) < 500, (url, "GET", value)
+        assert answer(client.post(url, values)) < 500, (url, "POST", value)
+
+    @settings(
+        max_examples=max(3, EXAMPLES // 10),
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(values=st.fixed_dictionaries({name: TEXT for name in names}), post=st.booleans())
+    def anything(values: dict[str, str], post: bool) -> None:
+        response = client.post(url, values) if post else client.get(url, values)
+        assert answer(response) < 500, (url, "POST" if post else "GET", values)
+
+    anything()
+
+
+def answer(response: Any) -> int:
+    """The status, after reading a streamed body (an export fails while it streams)."""
+    if getattr(response, "streaming", False):
+        b"".join(response.streaming_content)
+    return response.status_code
+
+
+def test_the_route_walker_sees_every_app_and_fills_converters(site: dict[str, Any]) -> None:
+    found = {r.route for r in ROUTES}
+    assert {"benchmarks/<int:profile_id>/<int:host_id>/", "history/export.csv"} <= found
+    assert any(r.startswith("admin/") for r in found)
+    results = next(r for r in ROUTES if r.route == "benchmarks/<int:profile_id>/<int:host_id>/")
+    filled = paths(results, site)
+    assert f"/benchmarks/{site['profile'].pk}/{site['host'].pk}/" in filled
+    assert "/benchmarks/9999999999999999999/" + str(site["host"].pk) + "/" in filled
+    history = next(r for r in ROUTES if r.route == "history/")
+    assert {"since", "until", "page"} <= set(parameter_names(history.callback))
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "data"),
+    [
+        ("get", "/history/?until=9999-12-31", None),
+        ("get", "/history/export.csv?until=9999-12-31", None),
+        ("get", "/history/export.json?until=9999-12-31", None),
+        ("get", "/benchmarks/9999999999999999999/1/", None),
+        ("get", "/benchmarks/{profile}/{host}/?a=²", None),
+        ("get", "/profiles/9999999999999999999/versions/1/", None),
+        ("post", "/deploys/hosts/{host}/rollback/", {"push": "²"}),
+        ("post", "/deploys/hosts/{host}/rollback/", {"push": "9" * 5000}),
+        ("post", "/deploys/hosts/{host}/rollback/", {"push": "99999999999999999999"}),
+    ],
+)
+def test_the_requests_that_answered_5xx_get_a_clear_answer(
+    site: dict[str, Any], method: str, url: str, data: dict[str, str] | None
+) -> None:
+    url = url.format(profile=site["profile"].pk, host=site["host"].pk)
+    response = getattr(site["client"], method)(url, data or {})
+    assert answer(response) < 500

@@ -35,7 +35,8 @@ def settings_with(**env: str) -> dict:
 
 def test_default_is_embedded_sqlite_with_orm_broker() -> None:
     got = settings_with()
-    assert got["db"]["ENGINE"] == "django.db.backends.sqlite3"
+    # Django's SQLite backend with a private database file (specadmin/backends/sqlite3).
+    assert got["db"]["ENGINE"] == "specadmin.backends.sqlite3"
     assert got["db"]["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
     assert "journal_mode=WAL" in got["db"]["OPTIONS"]["init_command"]
     assert got["q"]["orm"] == "default" and "redis" not in got["q"]

@@ -23,3 +23,11 @@ def bob(db: None) -> AbstractBaseUser:
     user = get_user_model().objects.create_user("bob")
     user.groups.add(ensure_roles()[OPERATOR])
     return user
+
+
+@pytest.fixture
+def carl(db: None) -> AbstractBaseUser:
+    """A third operator: clones and restores what others wrote."""
+    user = get_user_model().objects.create_user("carl")
+    user.groups.add(ensure_roles()[OPERATOR])
+    return user
