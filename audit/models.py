@@ -86,7 +86,7 @@ class AuditKind(StrEnum):
     GPU_PROCESS_SIGNALLED = "gpu.process_signalled"
     HOST_SETTINGS_CHANGED = "host.settings_changed"
     # a task package a worker refused to run: not one of specadmin's tasks
-    # (specadmin/task_allowlist.py; docs/security.md)
+    # (deploys/jobs/allowlist.py; docs/security.md)
     TASK_REFUSED = "task.refused"
 
 

@@ -178,10 +178,10 @@ Q_CLUSTER: dict = {
 # brokers hold every package to the allow-list in code (docs/security.md).
 if _REDIS_URL:
     Q_CLUSTER["redis"] = _REDIS_URL
-    Q_CLUSTER["broker_class"] = "specadmin.task_brokers.AllowListedRedis"
+    Q_CLUSTER["broker_class"] = "deploys.jobs.brokers.AllowListedRedis"
 else:
     Q_CLUSTER["orm"] = "default"
-    Q_CLUSTER["broker_class"] = "specadmin.task_brokers.AllowListedORM"
+    Q_CLUSTER["broker_class"] = "deploys.jobs.brokers.AllowListedORM"
 
 # Audit history (audit/keys.py, audit/checkpoints.py; docs/operations.md "Audit history"):
 # the HMAC/signing secret lives in a file beside SECRET_KEY_FILE (or in var/), never in the

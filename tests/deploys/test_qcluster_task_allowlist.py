@@ -21,7 +21,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from specadmin.task_allowlist import ALLOWED_TASKS
+from deploys.jobs.allowlist import ALLOWED_TASKS
 from tests.deploys.qcluster_support import Setup, manage, python
 
 pytestmark = pytest.mark.qcluster

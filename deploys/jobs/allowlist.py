@@ -6,15 +6,13 @@ django-q2 runs whatever a task package names: its worker imports the dotted path
 package itself is a pickle (`django_q/signing.py`), which can run code while it is read.
 Schedules (`django_q_schedule`) and queued tasks (`django_q_ormq`, the Redis list) are
 rows anyone who can write the database (or Redis) can add. So every package is decoded
-here with an unpickler that builds plain data only, and is refused unless it names one
-of `ALLOWED_TASKS` with no hook and no chain. `specadmin.task_brokers` applies this
-where packages enter and leave the queue (docs/security.md, "Background tasks").
+here as plain data (deploys.jobs.plain_pickle), and is refused unless it names one of
+`ALLOWED_TASKS` with no hook and no chain. `deploys.jobs.brokers` applies this where
+packages enter and leave the queue (docs/security.md, "Background tasks").
 """
 
 from __future__ import annotations
 
-import io
-import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +21,7 @@ from django_q.conf import Conf
 
 from audit import tasks as audit_tasks
 from deploys.jobs import tasks as deploy_tasks
+from deploys.jobs.plain_pickle import UnsafePickle, plain_loads
 
 
 def _dotted(function: Callable[..., Any]) -> str:
@@ -42,45 +41,20 @@ ALLOWED_TASKS: frozenset[str] = frozenset(
     )
 )
 
-# What a task package of ours holds besides str/int/float/bool/None/tuple/list/dict:
-# `started` is a timezone-aware datetime (django_q/tasks.py async_task).
-_PLAIN_GLOBALS = frozenset(
-    {
-        ("datetime", "datetime"),
-        ("datetime", "date"),
-        ("datetime", "time"),
-        ("datetime", "timedelta"),
-        ("datetime", "timezone"),
-    }
-)
-
 
 class PackageRefused(Exception):
     """A task package that must not reach a worker; the message says why."""
 
 
-class _PlainDataUnpickler(pickle.Unpickler):
-    """Builds containers, strings, numbers and datetimes; refuses every other global
-    (a pickle runs code only through globals it names: `os.system`, `subprocess.run`…)."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in _PLAIN_GLOBALS:
-            return super().find_class(module, name)
-        raise PackageRefused(
-            f"its pickle names {module}.{name}; a task package holds plain data only"
-        )
-
-
 class _PlainDataSerializer:
-    """django-q2's serializer interface (`django_q/signing.py` PickleSerializer)."""
+    """django-q2's serializer interface (`django_q/signing.py` PickleSerializer), reading
+    plain data only (deploys.jobs.plain_pickle)."""
 
     def loads(self, data: bytes) -> Any:
         try:
-            return _PlainDataUnpickler(io.BytesIO(data)).load()
-        except PackageRefused:
-            raise
-        except Exception as exc:  # a truncated or malformed pickle: refuse, never crash
-            raise PackageRefused(f"its pickle cannot be read ({exc})") from None
+            return plain_loads(data)
+        except UnsafePickle as exc:
+            raise PackageRefused(str(exc)) from None
 
 
 def decode_package(signed: str | bytes) -> dict[str, Any]:

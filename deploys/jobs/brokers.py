@@ -5,7 +5,7 @@ Every package a worker could run passes a broker (django_q/pusher.py takes them 
 so the check sits in both directions:
 - `dequeue`: whatever is in the queue, however it got there (a row inserted into
   `django_q_ormq`, an entry pushed onto the Redis list), is decoded as plain data and held
-  to `specadmin.task_allowlist` before the pusher sees it; refused ones are removed;
+  to `deploys.jobs.allowlist` before the pusher sees it; refused ones are removed;
 - `enqueue`: a schedule (`django_q_schedule`, read by the scheduler) that names anything
   else is refused before it is queued; its next run is still set, so one hostile row
   never stops the other schedules (the checkpoints among them).
@@ -28,7 +28,7 @@ from django_q.signals import pre_enqueue
 
 from audit.models import AuditKind
 from audit.services import record
-from specadmin.task_allowlist import PackageRefused, decode_package, refusal
+from deploys.jobs.allowlist import PackageRefused, decode_package, refusal
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Workers run only specadmin's own tasks (specadmin/task_allowlist.py, task_brokers.py).
+"""Workers run only specadmin's own tasks (deploys/jobs/allowlist.py, brokers.py).
 
 Packages go the way django-q2 moves them: `async_task` → the configured broker's
 `enqueue` → the queue (the `django_q_ormq` table here) → `dequeue` → django-q2's own
@@ -9,17 +9,21 @@ tests/deploys/test_qcluster_task_allowlist.py.
 
 from __future__ import annotations
 
+import base64
 import os
+import pickle
 import pydoc
 from datetime import timedelta
 from multiprocessing import Queue, Value
 from pathlib import Path
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 from django_q import core_signing
 from django_q.brokers import get_broker
-from django_q.models import OrmQ, Schedule
+from django_q.models import OrmQ, Schedule, Task
+from django_q.monitor import save_task
 from django_q.signing import PickleSerializer, SignedPackage
 from django_q.tasks import async_task
 from django_q.worker import worker
@@ -27,8 +31,8 @@ from django_q.worker import worker
 from audit.checkpoints import read_checkpoints
 from audit.models import AuditEvent, AuditKind
 from deploys.jobs import queue
-from specadmin.task_allowlist import ALLOWED_TASKS
-from specadmin.task_brokers import AllowListedORM
+from deploys.jobs.allowlist import ALLOWED_TASKS
+from deploys.jobs.brokers import AllowListedORM
 
 # django-q2's worker closes "old" database connections before each task: outside a test
 # transaction, as in a cluster.
@@ -179,8 +183,8 @@ def test_a_pickle_that_runs_code_while_read_is_refused_unread(tmp_path):
 
     assert not marker.exists()
     (event,) = refusals()
-    assert event.payload["reason"] == (
-        "its pickle names posix.system; a task package holds plain data only"
+    assert (
+        event.payload["reason"] == "its pickle names posix.system; specadmin stores plain data only"
     )
     assert event.object_repr == "(unreadable task package)"
 
@@ -226,3 +230,43 @@ def test_a_refusal_whose_text_looks_like_a_secret_is_still_audited(tmp_path):
     (event,) = refusals()
     assert set(event.payload) == {"where", "reason", "package_sha256"}
     assert key_text not in str(event.payload)
+
+
+# -- pickles stored in django_q_task are read as plain data ---------------------------
+
+
+def hostile_task_row(task_id: str, name: str, marker: Path) -> str:
+    """A result row a database writer prepared: its result pickle runs `touch marker`."""
+    stored = base64.b64encode(pickle.dumps(RunsAShellCommand(marker))).decode()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO django_q_task (id, name, func, result, args, kwargs, started, stopped, "
+            "success, attempt_count) VALUES (%s, %s, %s, %s, NULL, NULL, %s, %s, %s, 1)",
+            [task_id, name, CHECKPOINT_TASK, stored, timezone.now(), timezone.now(), False],
+        )
+    return stored
+
+
+@TRANSACTIONAL
+def test_a_stored_result_pickle_is_read_as_its_text_not_run(tmp_path):
+    marker = tmp_path / "ran"
+    stored = hostile_task_row("a" * 32, "hostile", marker)
+
+    assert Task.objects.get(pk="a" * 32).result == stored  # what the admin's lists read
+    assert not marker.exists()
+
+
+@TRANSACTIONAL
+def test_the_monitor_saving_a_result_over_a_prepared_row_runs_nothing(tmp_path):
+    """django-q2's monitor reads the task's row back (save_task) before it writes the
+    result: a row prepared under the id of a queued task (readable in the queue)."""
+    marker = tmp_path / "ran"
+    async_task(CHECKPOINT_TASK)
+    queued = SignedPackage.loads(OrmQ.objects.get().payload)
+    hostile_task_row(queued["id"], queued["name"], marker)
+
+    (done,) = run_queue()
+    save_task(done, get_broker())
+
+    assert not marker.exists()
+    assert Task.objects.get(pk=queued["id"]).success
