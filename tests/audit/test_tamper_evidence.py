@@ -27,7 +27,7 @@ from audit.keys import AuditKeyError, forget_cached_keys, load_keys
 from audit.models import AuditChainHead, AuditEvent
 from audit.services import record
 from audit.verify import verify_chain
-from tests.audit.helpers import tamper, triggers_disabled
+from tests.audit.helpers import intact, tamper, triggers_disabled
 
 pytestmark = pytest.mark.django_db
 
@@ -229,12 +229,13 @@ def test_the_chain_head_cannot_point_at_an_event_that_does_not_exist(chain):
 def test_checkpoints_are_private_signed_lines_outside_the_database(chain, settings):
     path = Path(settings.AUDIT_CHECKPOINT_FILE)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    (only,) = read_checkpoints(path)
+    genesis, only = read_checkpoints(path)
+    assert (genesis.genesis, genesis.head_id, genesis.keyed_from) == (True, 0, 1)
     assert (only.head_id, only.head_hash, only.keyed_from) == (5, chain[4].hash, 1)
 
     public = Ed25519PublicKey.from_public_bytes(bytes.fromhex(verifyaudit("--public-key")))
     public.verify(base64.b64decode(only.document["signature"]), _canonical(only.document))
-    assert verifyaudit() == "OK: 5 events, chain intact; matches 1 checkpoints"
+    assert verifyaudit() == intact(5, checkpoints=2)
 
 
 def test_a_checkpoint_copy_from_elsewhere_is_checked_too(chain, settings, tmp_path):
@@ -271,18 +272,11 @@ def test_a_failing_place_is_reported_and_the_others_still_written(chain, setting
     settings.AUDIT_CHECKPOINT_COMMAND = "false"
     with pytest.raises(CommandError, match="`false` exited 1"):
         checkpoint()
-    assert len(read_checkpoints(Path(settings.AUDIT_CHECKPOINT_FILE))) == 2
+    assert len(read_checkpoints(Path(settings.AUDIT_CHECKPOINT_FILE))) == 3  # genesis + 2
+    assert len(read_checkpoints(Path(settings.AUDIT_WITNESS_FILE))) == 3
 
 
 # -- the key file -----------------------------------------------------------------------
-
-
-@pytest.fixture
-def key_file(settings, tmp_path):
-    settings.AUDIT_KEY_FILE = tmp_path / "keys" / "audit.key"
-    forget_cached_keys()
-    yield settings.AUDIT_KEY_FILE
-    forget_cached_keys()
 
 
 def test_the_key_is_created_on_first_use_readable_only_by_its_owner(key_file, alice):
@@ -360,7 +354,7 @@ def test_a_legacy_chain_keeps_verifying_and_keyed_events_continue_it(alice):
     keyed = record(kind="rollback", actor=alice)
 
     assert keyed.prev_hash == legacy[-1].hash and keyed.scheme == 2
-    assert verifyaudit() == "OK: 4 events, chain intact"
+    assert verifyaudit() == intact(4)
 
 
 def test_rewriting_legacy_events_is_caught_by_the_first_keyed_event(alice):
@@ -409,4 +403,4 @@ def test_a_long_checkpoint_file_keeps_its_chain_of_checkpoints(chain, alice, set
         record(kind="rollback", actor=alice)
         checkpoint()
     assert Path(settings.AUDIT_CHECKPOINT_FILE).stat().st_size > 8192
-    assert verifyaudit() == "OK: 30 events, chain intact; matches 26 checkpoints"
+    assert verifyaudit() == intact(30, checkpoints=27)
