@@ -1,9 +1,9 @@
 """Workers run only specadmin's own tasks (deploys/jobs/allowlist.py, brokers.py).
 
-Packages go the way django-q2 moves them: `async_task` → the configured broker's
-`enqueue` → the queue (the `django_q_ormq` table here) → `dequeue` → django-q2's own
-`worker()`. A hostile package is put where a database writer would put it. The same with
-real `qcluster` processes, schedules included, on both brokers:
+Packages go the way django-q2 moves them: `async_task` → the broker's `enqueue` → the
+queue (the ORM broker's `django_q_ormq` table here, on either database) → `dequeue` →
+django-q2's own `worker()`. A hostile package is put where a database writer would put
+it. The same with real `qcluster` processes, schedules included, on both brokers:
 tests/deploys/test_qcluster_task_allowlist.py.
 """
 
@@ -32,7 +32,7 @@ from audit.checkpoints import read_checkpoints
 from audit.models import AuditEvent, AuditKind
 from deploys.jobs import queue
 from deploys.jobs.allowlist import ALLOWED_TASKS
-from deploys.jobs.brokers import AllowListedORM
+from deploys.jobs.brokers import AllowListedORM, AllowListedRedis
 
 # django-q2's worker closes "old" database connections before each task: outside a test
 # transaction, as in a cluster.
@@ -70,9 +70,13 @@ def put_in_queue(payload: str) -> None:
     )
 
 
+def enqueue(func: str, *args: object, **options: object) -> None:
+    async_task(func, *args, broker=AllowListedORM(), **options)
+
+
 def run_queue() -> list[dict]:
     """Take what the broker delivers and run it in django-q2's worker, as a cluster does."""
-    broker = get_broker()
+    broker = AllowListedORM()
     delivered = broker.dequeue() or []
     tasks, results = Queue(), Queue()
     for ack_id, signed in delivered:
@@ -113,8 +117,9 @@ def test_every_task_specadmin_queues_or_schedules_is_on_the_list():
 
 
 @pytest.mark.django_db
-def test_the_configured_broker_is_the_allow_listed_one():
-    assert isinstance(get_broker(), AllowListedORM)
+def test_the_configured_broker_is_the_allow_listed_one(settings):
+    expected = AllowListedRedis if "redis" in settings.Q_CLUSTER else AllowListedORM
+    assert type(get_broker()) is expected
 
 
 # -- allowed tasks run ----------------------------------------------------------------
@@ -122,7 +127,7 @@ def test_the_configured_broker_is_the_allow_listed_one():
 
 @TRANSACTIONAL
 def test_an_allowed_task_goes_through_the_queue_and_runs_in_a_worker(settings):
-    async_task(CHECKPOINT_TASK)
+    enqueue(CHECKPOINT_TASK)
     assert OrmQ.objects.count() == 1
 
     (done,) = run_queue()
@@ -139,7 +144,7 @@ def test_an_allowed_task_goes_through_the_queue_and_runs_in_a_worker(settings):
 @TRANSACTIONAL
 def test_queueing_any_other_function_is_refused_before_it_reaches_the_queue(tmp_path, caplog):
     marker = tmp_path / "ran"
-    async_task("subprocess.run", ["touch", str(marker)])
+    enqueue("subprocess.run", ["touch", str(marker)])
 
     assert OrmQ.objects.count() == 0
     (event,) = refusals()
@@ -154,7 +159,7 @@ def test_queueing_any_other_function_is_refused_before_it_reaches_the_queue(tmp_
 @TRANSACTIONAL
 def test_asking_to_run_it_at_once_in_the_calling_process_is_refused_too(tmp_path):
     marker = tmp_path / "ran"
-    async_task("subprocess.run", ["touch", str(marker)], sync=True)
+    enqueue("subprocess.run", ["touch", str(marker)], sync=True)
 
     assert not marker.exists()
     assert [e.payload["func"] for e in refusals()] == ["subprocess.run"]
@@ -261,12 +266,12 @@ def test_the_monitor_saving_a_result_over_a_prepared_row_runs_nothing(tmp_path):
     """django-q2's monitor reads the task's row back (save_task) before it writes the
     result: a row prepared under the id of a queued task (readable in the queue)."""
     marker = tmp_path / "ran"
-    async_task(CHECKPOINT_TASK)
+    enqueue(CHECKPOINT_TASK)
     queued = SignedPackage.loads(OrmQ.objects.get().payload)
     hostile_task_row(queued["id"], queued["name"], marker)
 
     (done,) = run_queue()
-    save_task(done, get_broker())
+    save_task(done, AllowListedORM())
 
     assert not marker.exists()
     assert Task.objects.get(pk=queued["id"]).success
