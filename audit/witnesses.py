@@ -208,7 +208,9 @@ def configured_witnesses() -> list[Witness]:
     if command:
         witnesses.append(CommandWitness(command))
     if getattr(settings, "AUDIT_CHECKPOINT_SYSLOG", False):
-        witnesses.append(SyslogWitness(getattr(settings, "AUDIT_CHECKPOINT_SYSLOG_ADDRESS", "")))
+        witnesses.append(
+            SyslogWitness(getattr(settings, "AUDIT_CHECKPOINT_SYSLOG_ADDRESS", "/dev/log"))
+        )
     return witnesses
 
 
