@@ -130,7 +130,7 @@ def test_hostile_schedules_and_queued_tasks_never_run_and_are_audited(
     assert sorted(report["refused"]) == [
         ["enqueue", "subprocess.run", not_ours],  # the schedule
         ["enqueue", "subprocess.run", not_ours],  # the schedule asking to run inline
-        ["queue", "", "its pickle names posix.system; a task package holds plain data only"],
+        ["queue", "", "its pickle names posix.system; specadmin stores plain data only"],
         ["queue", "subprocess.run", not_ours],
     ]
     assert "audit.tasks.checkpoint_task" in report["ran"]
