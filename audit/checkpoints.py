@@ -39,7 +39,7 @@ from django.utils import timezone
 
 from audit.keys import AuditKeys
 from audit.models import KEYED_SCHEME, AuditEvent
-from audit.witnesses import append_line, configured_witnesses, deliver
+from audit.witnesses import append_line, configured_witnesses, deliver, exclusive, writers_lock
 
 CHECKPOINT_TYPE = "specadmin-audit-checkpoint"
 CHECKPOINT_VERSION = 1
@@ -184,27 +184,28 @@ def write_checkpoint(keys: AuditKeys, *, genesis: bool = False) -> Written:
     witness. A place that fails is reported (and logged) without stopping the others; a
     witness gets the line again with the next checkpoint (`audit.witnesses.deliver`)."""
     path = checkpoint_file()
-    previous = last_checkpoint(path) if path else None
-    document = make_checkpoint(keys, previous=previous, genesis=genesis)
-    line = as_line(document)
-    sinks: list[str] = []
-    failures: list[str] = []
-    if path:
-        try:
-            append_line(path, line)
-            sinks.append(f"file {path}")
-        except OSError as exc:
-            log.error("audit checkpoint not written to file %s: %s", path, exc)
-            failures.append(f"file {path}: {exc}")
-    for witness in configured_witnesses():
-        delivery = deliver(witness, line)
-        if delivery.error:
-            failures.append(
-                f"{witness.name}: {delivery.error} ({delivery.waiting} checkpoints wait "
-                "for it, sent again with the next checkpoint)"
-            )
-        else:
-            sinks.append(witness.name)
+    with exclusive(writers_lock()):
+        previous = last_checkpoint(path) if path else None
+        document = make_checkpoint(keys, previous=previous, genesis=genesis)
+        line = as_line(document)
+        sinks: list[str] = []
+        failures: list[str] = []
+        if path:
+            try:
+                append_line(path, line)
+                sinks.append(f"file {path}")
+            except OSError as exc:
+                log.error("audit checkpoint not written to file %s: %s", path, exc)
+                failures.append(f"file {path}: {exc}")
+        for witness in configured_witnesses():
+            delivery = deliver(witness, line)
+            if delivery.error:
+                failures.append(
+                    f"{witness.name}: {delivery.error} ({delivery.waiting} checkpoints wait "
+                    "for it, sent again with the next checkpoint)"
+                )
+            else:
+                sinks.append(witness.name)
     return Written(document, sinks, failures)
 
 

@@ -217,17 +217,29 @@ def configured_witnesses() -> list[Witness]:
 # -- lines a witness has not taken yet -------------------------------------------------
 
 
+def _server_path() -> Path:
+    return server_checkpoint_file() or Path(settings.VAR_DIR) / "audit-checkpoints"
+
+
+def writers_lock() -> Path:
+    """`<checkpoint file>.lock`: what checkpoint writers hold (`exclusive`)."""
+    server = _server_path()
+    return server.with_name(f"{server.name}.lock")
+
+
 def spool_path(witness: Witness) -> Path:
     """Beside the checkpoint file: `<checkpoint file>.pending-<witness id>`."""
-    server = server_checkpoint_file() or Path(settings.VAR_DIR) / "audit-checkpoints"
+    server = _server_path()
     digest = hashlib.sha256(witness.name.encode()).hexdigest()[:12]
     return server.with_name(f"{server.name}.pending-{digest}")
 
 
 @contextlib.contextmanager
-def _spool_lock(spool: Path) -> Iterator[None]:
-    spool.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(spool.with_name(spool.name + ".lock"), os.O_WRONLY | os.O_CREAT, 0o600)
+def exclusive(path: Path) -> Iterator[None]:
+    """Hold an flock(2) on `path` (created 0600) inside the block: one checkpoint writer at
+    a time, so each names the one before it and the spools are read and rewritten whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -264,24 +276,24 @@ class Delivery:
 
 
 def deliver(witness: Witness, line: str) -> Delivery:
-    """Send what waits for `witness`, then `line`, in order; keep what it did not take."""
+    """Send what waits for `witness`, then `line`, in order; keep what it did not take.
+    Called under the checkpoint writers' lock (`exclusive`)."""
     spool = spool_path(witness)
-    with _spool_lock(spool):
-        lines = [*pending(witness), line]
-        for index, waiting in enumerate(lines):
-            try:
-                witness.send(waiting)
-            except WitnessError as exc:
-                _rewrite_spool(spool, lines[index:])
-                log.error(
-                    "audit checkpoint not taken by %s (%d waiting, sent again with the "
-                    "next checkpoint): %s",
-                    witness.name,
-                    len(lines) - index,
-                    exc,
-                )
-                return Delivery(witness, str(exc), len(lines) - index)
-        _rewrite_spool(spool, [])
+    lines = [*pending(witness), line]
+    for index, waiting in enumerate(lines):
+        try:
+            witness.send(waiting)
+        except WitnessError as exc:
+            _rewrite_spool(spool, lines[index:])
+            log.error(
+                "audit checkpoint not taken by %s (%d waiting, sent again with the next "
+                "checkpoint): %s",
+                witness.name,
+                len(lines) - index,
+                exc,
+            )
+            return Delivery(witness, str(exc), len(lines) - index)
+    _rewrite_spool(spool, [])
     return Delivery(witness)
 
 
@@ -339,6 +351,8 @@ __all__ = [
     "append_line",
     "configured_witnesses",
     "deliver",
+    "exclusive",
     "pending",
     "witness_status",
+    "writers_lock",
 ]

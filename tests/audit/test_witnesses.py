@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
-from audit.checkpoints import read_checkpoints
+from audit.checkpoints import read_checkpoints, write_checkpoint
+from audit.keys import load_keys
 from audit.models import AuditEvent
 from audit.services import record
 from audit.witnesses import FileWitness
@@ -159,3 +162,27 @@ def test_a_journal_copy_with_its_syslog_prefix_is_read_too(alice, bob, settings,
 
     out, _ = verifyaudit("--checkpoints", str(journal))
     assert out == "OK: 3 events, chain intact; matches 2 checkpoints"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_checkpoints_made_at_once_still_each_name_the_one_before(alice, bob, settings):
+    """The worker's schedule, `auditcheckpoint` by hand and a first event's genesis can
+    overlap: one writer at a time, or two would name the same predecessor."""
+    events(alice, bob)
+    keys = load_keys()
+
+    def write_some() -> None:
+        try:
+            for _ in range(5):
+                write_checkpoint(keys)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=write_some) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+
+    assert len(read_checkpoints(Path(settings.AUDIT_CHECKPOINT_FILE))) == 31
+    assert verifyaudit()[0] == intact(3, checkpoints=31)
