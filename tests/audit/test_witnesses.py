@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -186,3 +189,32 @@ def test_checkpoints_made_at_once_still_each_name_the_one_before(alice, bob, set
 
     assert len(read_checkpoints(Path(settings.AUDIT_CHECKPOINT_FILE))) == 31
     assert verifyaudit()[0] == intact(3, checkpoints=31)
+
+
+def test_witnesses_come_from_the_environment(tmp_path):
+    probe = (
+        "import json, django; django.setup(); from django.conf import settings as s; "
+        "print(json.dumps([s.AUDIT_WITNESS_FILE, s.AUDIT_WITNESS_URLS, s.AUDIT_WITNESS_TOKEN]))"
+    )
+    token = tmp_path / "token"
+    token.write_text("from-a-file\n")
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "specadmin.settings",
+        "AUDIT_WITNESS_FILE": "off",
+        "AUDIT_WITNESS_URL": "https://a.example/c https://b.example/c",
+        "AUDIT_WITNESS_TOKEN_FILE": str(token),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(done.stdout) == [
+        "",
+        ["https://a.example/c", "https://b.example/c"],
+        "from-a-file",
+    ]
