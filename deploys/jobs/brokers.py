@@ -34,7 +34,8 @@ log = logging.getLogger(__name__)
 
 
 def _text(value: Any, limit: int) -> str:
-    text = value if isinstance(value, str) else repr(value)
+    """A value of the package as audit text: truncated, "" when absent."""
+    text = "" if value is None else value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -80,7 +80,8 @@ from django_q.models import OrmQ, Schedule, Task
 
 print(json.dumps({
     "refused": [
-        [e.payload["where"], e.payload.get("func", ""), e.payload["reason"]]
+        [e.payload["where"], e.payload.get("group", ""), e.payload.get("func", ""),
+         e.payload["reason"]]
         for e in AuditEvent.objects.filter(kind="task.refused").order_by("id")
     ],
     "ran": sorted(set(Task.objects.values_list("func", flat=True))),
@@ -128,10 +129,10 @@ def test_hostile_schedules_and_queued_tasks_never_run_and_are_audited(
     assert [name for name, path in markers.items() if Path(path).exists()] == []
     not_ours = "subprocess.run is not one of specadmin's tasks"
     assert sorted(report["refused"]) == [
-        ["enqueue", "subprocess.run", not_ours],  # the schedule
-        ["enqueue", "subprocess.run", not_ours],  # the schedule asking to run inline
-        ["queue", "", "its pickle names posix.system; specadmin stores plain data only"],
-        ["queue", "subprocess.run", not_ours],
+        ["enqueue", "hostile schedule", "subprocess.run", not_ours],  # group: the schedule
+        ["enqueue", "hostile sync", "subprocess.run", not_ours],  # it asked to run inline
+        ["queue", "", "", "its pickle names posix.system; specadmin stores plain data only"],
+        ["queue", "", "subprocess.run", not_ours],
     ]
     assert "audit.tasks.checkpoint_task" in report["ran"]
     assert set(report["ran"]) <= ALLOWED_TASKS
