@@ -4,15 +4,21 @@ No hash inside the database can reveal that its newest events were deleted: the 
 simply ends earlier. So, like CloudTrail's digest files (each signed, each naming the one
 before it) and Certificate Transparency's signed tree heads, specadmin regularly signs
 "the chain ends at event #N with hash H" and writes it where a database writer cannot
-reach: a file (`AUDIT_CHECKPOINT_FILE`, append-only JSON lines), optionally syslog (the
-journal) and a command (`AUDIT_CHECKPOINT_COMMAND`, e.g. ssh to a log host). `verifyaudit`
-checks every checkpoint in the file against the chain: a checkpointed event that is gone
-or different is named.
+reach: a file (`AUDIT_CHECKPOINT_FILE`, append-only JSON lines), and, as it is made, to
+every witness (`audit.witnesses`: another file, best on another machine's mount; a
+webhook; a command such as ssh to a log host; syslog), copies the server cannot rewrite
+later. `verifyaudit` checks every checkpoint of these files against the chain: a
+checkpointed event that is gone or different is named.
 
 The signature is Ed25519 (`cryptography`) with a key derived from the audit secret
 (`audit.keys`): the public key, printed by `verifyaudit --public-key`, lets anyone check a
 checkpoint without being able to make one. A checkpoint also records `keyed_from`, the
 first keyed event: rewriting keyed events as legacy, unkeyed ones is then detected.
+
+The first keyed event of a chain is preceded by a *genesis* checkpoint (`genesis: true`):
+"from event #K on this chain is keyed, with the key of this public key", written and
+witnessed before that event exists, so "keyed since installation" is anchored outside
+the database from the first event on (docs/security.md).
 """
 
 from __future__ import annotations
@@ -22,10 +28,7 @@ import contextlib
 import hashlib
 import json
 import logging
-import logging.handlers
 import os
-import shlex
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,10 +39,10 @@ from django.utils import timezone
 
 from audit.keys import AuditKeys
 from audit.models import KEYED_SCHEME, AuditEvent
+from audit.witnesses import append_line, configured_witnesses, deliver, exclusive, writers_lock
 
 CHECKPOINT_TYPE = "specadmin-audit-checkpoint"
 CHECKPOINT_VERSION = 1
-COMMAND_TIMEOUT = 30
 MAX_LINE = 4096
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,11 @@ class CheckpointRefused(Exception):
 def _canonical(document: dict[str, Any]) -> bytes:
     body = {k: v for k, v in document.items() if k != "signature"}
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def as_line(document: dict[str, Any]) -> str:
+    """The one line a checkpoint is written as (and sent to witnesses as)."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"))
 
 
 def line_digest(line: str) -> str:
@@ -66,6 +74,7 @@ class Checkpoint:
     document: dict[str, Any]
     digest: str
     problem: str = ""
+    source: str = ""  # the file it was read from
 
     @property
     def head_id(self) -> int:
@@ -84,9 +93,16 @@ class Checkpoint:
     def created_at(self) -> str:
         return str(self.document.get("created_at", "?"))
 
+    @property
+    def genesis(self) -> bool:
+        return self.document.get("genesis") is True
+
     def describe(self) -> str:
-        where = f" (line {self.line_number})" if self.line_number else ""
-        return f"the checkpoint of {self.created_at}{where}"
+        what = "the genesis checkpoint" if self.genesis else "the checkpoint"
+        where = f"line {self.line_number}" if self.line_number else ""
+        if self.source:
+            where = f"{where} of {self.source}" if where else self.source
+        return f"{what} of {self.created_at}" + (f" ({where})" if where else "")
 
 
 # -- making one ------------------------------------------------------------------------
@@ -119,14 +135,19 @@ def signature_ok(document: dict[str, Any], keys: AuditKeys) -> bool:
     return True
 
 
-def make_checkpoint(keys: AuditKeys, *, previous: Checkpoint | None = None) -> dict[str, Any]:
+def make_checkpoint(
+    keys: AuditKeys, *, previous: Checkpoint | None = None, genesis: bool = False
+) -> dict[str, Any]:
     """A signed checkpoint of the chain as it is now; refused when the chain no longer
-    holds what `previous` (the last one written) saw."""
+    holds what `previous` (the last one written) saw. `genesis`: the chain has no keyed
+    event yet, and the next event (head + 1) is the first keyed one."""
     if previous is not None and not previous.problem:
         problem = checkpoint_problem(previous)
         if problem:
             raise CheckpointRefused(problem)
     head_id, head_hash, keyed_from = chain_head()
+    if genesis:
+        keyed_from = head_id + 1
     document = {
         "type": CHECKPOINT_TYPE,
         "version": CHECKPOINT_VERSION,
@@ -138,6 +159,8 @@ def make_checkpoint(keys: AuditKeys, *, previous: Checkpoint | None = None) -> d
         "public_key": keys.public_key_hex,
         "previous": previous.digest if previous else "",
     }
+    if genesis:
+        document["genesis"] = True
     return sign(document, keys)
 
 
@@ -149,44 +172,6 @@ def checkpoint_file() -> Path | None:
     return Path(path) if path else None
 
 
-def _append(path: Path, line: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, (line + "\n").encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _syslog(line: str) -> None:
-    """One line to syslog (journald reads /dev/log), tagged `specadmin-audit`."""
-    handler = logging.handlers.SysLogHandler(
-        address=getattr(settings, "AUDIT_CHECKPOINT_SYSLOG_ADDRESS", "/dev/log"),
-        facility=logging.handlers.SysLogHandler.LOG_AUTHPRIV,
-    )
-    try:
-        handler.ident = "specadmin-audit: "
-        handler.emit(logging.LogRecord(__name__, logging.INFO, __file__, 0, line, None, None))
-    finally:
-        handler.close()
-
-
-def _command(argv: list[str], line: str) -> None:
-    done = subprocess.run(
-        argv,
-        input=(line + "\n").encode("utf-8"),
-        capture_output=True,
-        timeout=COMMAND_TIMEOUT,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise OSError(
-            f"`{shlex.join(argv)}` exited {done.returncode}: "
-            f"{done.stderr.decode(errors='replace').strip()[:300]}"
-        )
-
-
 @dataclass(frozen=True)
 class Written:
     document: dict[str, Any]
@@ -194,32 +179,52 @@ class Written:
     failures: list[str]
 
 
-def write_checkpoint(keys: AuditKeys) -> Written:
-    """Sign the chain's head now and write it to every configured place. A failing
-    place is reported (and logged) without stopping the others."""
+def write_checkpoint(keys: AuditKeys, *, genesis: bool = False) -> Written:
+    """Sign the chain's head now, append it to the checkpoint file and send it to every
+    witness. A place that fails is reported (and logged) without stopping the others; a
+    witness gets the line again with the next checkpoint (`audit.witnesses.deliver`)."""
     path = checkpoint_file()
-    previous = last_checkpoint(path) if path else None
-    document = make_checkpoint(keys, previous=previous)
-    line = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    sinks: list[str] = []
-    failures: list[str] = []
-    places: list[tuple[str, Any]] = []
-    if path:
-        places.append((f"file {path}", lambda: _append(path, line)))
-    if getattr(settings, "AUDIT_CHECKPOINT_SYSLOG", False):
-        places.append(("syslog", lambda: _syslog(line)))
-    command = getattr(settings, "AUDIT_CHECKPOINT_COMMAND", "")
-    if command:
-        argv = shlex.split(command)
-        places.append((f"command {argv[0]}", lambda: _command(argv, line)))
-    for name, write in places:
-        try:
-            write()
-            sinks.append(name)
-        except (OSError, subprocess.SubprocessError) as exc:
-            log.error("audit checkpoint not written to %s: %s", name, exc)
-            failures.append(f"{name}: {exc}")
+    with exclusive(writers_lock()):
+        previous = last_checkpoint(path) if path else None
+        document = make_checkpoint(keys, previous=previous, genesis=genesis)
+        line = as_line(document)
+        sinks: list[str] = []
+        failures: list[str] = []
+        if path:
+            try:
+                append_line(path, line)
+                sinks.append(f"file {path}")
+            except OSError as exc:
+                log.error("audit checkpoint not written to file %s: %s", path, exc)
+                failures.append(f"file {path}: {exc}")
+        for witness in configured_witnesses():
+            delivery = deliver(witness, line)
+            if delivery.error:
+                failures.append(
+                    f"{witness.name}: {delivery.error} ({delivery.waiting} checkpoints wait "
+                    "for it, sent again with the next checkpoint)"
+                )
+            else:
+                sinks.append(witness.name)
     return Written(document, sinks, failures)
+
+
+def write_genesis(keys: AuditKeys) -> None:
+    """Before a chain's first keyed event: the genesis checkpoint (once; again only when
+    the event it announced was rolled back). Never stops the recording: a failure is
+    logged, and verifyaudit reports the missing checkpoint."""
+    path = checkpoint_file()
+    last = last_checkpoint(path) if path else None
+    head_id, _, _ = chain_head()
+    if last is not None and last.genesis and last.head_id == head_id:
+        return
+    try:
+        written = write_checkpoint(keys, genesis=True)
+    except CheckpointRefused as exc:
+        log.error("no genesis audit checkpoint written: %s", exc)
+        return
+    for failure in written.failures:
+        log.error("genesis audit checkpoint not written to %s", failure)
 
 
 # -- reading and checking them ---------------------------------------------------------
@@ -244,20 +249,25 @@ def last_checkpoint(path: Path) -> Checkpoint | None:
     return None
 
 
-def _parse(number: int, line: str) -> Checkpoint:
+def _parse(number: int, line: str, source: str = "") -> Checkpoint:
+    """One line; what precedes its JSON object is skipped (a syslog/journal copy
+    prefixes `specadmin-audit: `). The digest is over the line as specadmin writes it,
+    so a witness that stores the JSON re-serialised the same way keeps the links."""
     document: dict[str, Any] = {}
     problem = ""
-    if len(line) > MAX_LINE:
+    text = line[line.find("{") :] if "{" in line else line
+    if len(text) > MAX_LINE:
         problem = "the line is too long to be a checkpoint"
     else:
         with contextlib.suppress(ValueError):
-            parsed = json.loads(line)
+            parsed = json.loads(text)
             document = parsed if isinstance(parsed, dict) else {}
         if document.get("type") != CHECKPOINT_TYPE:
             problem = "not a specadmin audit checkpoint"
         elif not isinstance(document.get("head_id"), int):
             problem = "no head event id"
-    return Checkpoint(number, document, line_digest(line), problem)
+    digest = line_digest(as_line(document) if not problem else text)
+    return Checkpoint(number, document, digest, problem, source)
 
 
 def read_checkpoints(path: Path) -> list[Checkpoint]:
@@ -269,7 +279,7 @@ def read_checkpoints(path: Path) -> list[Checkpoint]:
     with path.open(encoding="utf-8", errors="replace") as fh:
         for number, raw in enumerate(fh, start=1):
             if raw.strip():
-                result.append(_parse(number, raw.strip()))
+                result.append(_parse(number, raw.strip(), str(path)))
     return result
 
 
@@ -337,4 +347,5 @@ __all__ = [
     "sign",
     "signature_ok",
     "write_checkpoint",
+    "write_genesis",
 ]

@@ -85,6 +85,9 @@ class AuditKind(StrEnum):
     DEPLOY_ROLLBACK_FAILED = "deploy.rollback_failed"
     GPU_PROCESS_SIGNALLED = "gpu.process_signalled"
     HOST_SETTINGS_CHANGED = "host.settings_changed"
+    # a task package a worker refused to run: not one of specadmin's tasks
+    # (deploys/jobs/allowlist.py; docs/security.md)
+    TASK_REFUSED = "task.refused"
 
 
 class AuditImmutableError(Exception):

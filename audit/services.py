@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import models, transaction
 from django.utils import timezone
 
+from audit.checkpoints import write_genesis
 from audit.keys import AuditKeyError, AuditKeys, create_keys, key_path, load_keys
 from audit.models import GENESIS_HASH, KEYED_SCHEME, AuditChainHead, AuditEvent
 
@@ -69,7 +70,10 @@ def record(
     keys = keys_for_writing()
     with transaction.atomic():
         _lock_chain()
-        last = AuditEvent.objects.order_by("-id").only("id", "hash").first()
+        last = AuditEvent.objects.order_by("-id").only("id", "hash", "scheme").first()
+        if last is None or not last.keyed:
+            # The chain's first keyed event: anchored outside the database before it exists.
+            write_genesis(keys)
         event = AuditEvent(
             id=last.id + 1 if last else 1,
             at=timezone.now(),

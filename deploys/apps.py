@@ -2,6 +2,8 @@
 
 from django.apps import AppConfig
 
+from deploys.jobs import plain_pickle
+
 
 class DeploysConfig(AppConfig):
     name = "deploys"
@@ -11,3 +13,6 @@ class DeploysConfig(AppConfig):
         # Registers the Q_CLUSTER system checks (retry must exceed timeout; the host lock's
         # wait + lease must fit inside a job's timeout).
         from deploys.jobs import checks  # noqa: F401, PLC0415 (Django registers checks in ready())
+
+        # No pickle stored in the database runs code when read (docs/security.md).
+        plain_pickle.install()

@@ -200,10 +200,14 @@ Q_CLUSTER: dict = {
     "max_attempts": 1,
     "catch_up": False,
 }
+# Workers run only specadmin's own tasks, whatever the queue or a schedule row names: the
+# brokers hold every package to the allow-list in code (docs/security.md).
 if _REDIS_URL:
     Q_CLUSTER["redis"] = _REDIS_URL
+    Q_CLUSTER["broker_class"] = "deploys.jobs.brokers.AllowListedRedis"
 else:
     Q_CLUSTER["orm"] = "default"
+    Q_CLUSTER["broker_class"] = "deploys.jobs.brokers.AllowListedORM"
 
 # Audit history (audit/keys.py, audit/checkpoints.py; docs/operations.md "Audit history"):
 # the HMAC/signing secret lives in a file beside SECRET_KEY_FILE (or in var/), never in the
@@ -221,6 +225,14 @@ _DB_LABEL = re.sub(
 AUDIT_CHECKPOINT_FILE = envstr(
     "AUDIT_CHECKPOINT_FILE", str(VAR_DIR / f"audit-checkpoints-{_DB_LABEL}.jsonl")
 )
+# Witnesses (audit/witnesses.py; docs/security.md): every checkpoint is also sent, as it is
+# made, where this server cannot rewrite it. The file is on by default: put it on another
+# machine's mount ("off" turns it off); a webhook gets each checkpoint as a JSON POST.
+_WITNESS_FILE = envstr("AUDIT_WITNESS_FILE", str(VAR_DIR / f"audit-witness-{_DB_LABEL}.jsonl"))
+AUDIT_WITNESS_FILE = "" if _WITNESS_FILE.lower() == "off" else _WITNESS_FILE
+AUDIT_WITNESS_URLS = envstr("AUDIT_WITNESS_URL", "").split()
+AUDIT_WITNESS_TOKEN = envsecret("AUDIT_WITNESS_TOKEN", "")
+AUDIT_WITNESS_TIMEOUT = envint("AUDIT_WITNESS_TIMEOUT", 10)
 AUDIT_CHECKPOINT_SYSLOG = envbool("AUDIT_CHECKPOINT_SYSLOG", False)
 AUDIT_CHECKPOINT_SYSLOG_ADDRESS = envstr("AUDIT_CHECKPOINT_SYSLOG_ADDRESS", "/dev/log")
 AUDIT_CHECKPOINT_COMMAND = envstr("AUDIT_CHECKPOINT_COMMAND", "")

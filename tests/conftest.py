@@ -24,8 +24,8 @@ if os.environ.get("CI"):
 
 @pytest.fixture(autouse=True)
 def _audit_checkpoints_per_test(request: pytest.FixtureRequest, tmp_path) -> None:
-    """Each test's audit chain has its own checkpoint file (a shared one would hold
-    checkpoints of other tests' databases, which contradict this test's chain).
+    """Each test's audit chain has its own checkpoint file and witness file (shared ones
+    would hold checkpoints of other tests' databases, which contradict this test's chain).
 
     Only where Django is loaded: the `gpu` tests run on GPU machines with
     `-p no:django` (no project dependencies there)."""
@@ -33,3 +33,4 @@ def _audit_checkpoints_per_test(request: pytest.FixtureRequest, tmp_path) -> Non
         return
     settings = request.getfixturevalue("settings")
     settings.AUDIT_CHECKPOINT_FILE = str(tmp_path / "audit-checkpoints.jsonl")
+    settings.AUDIT_WITNESS_FILE = str(tmp_path / "audit-witness.jsonl")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Permission
 
+from audit.keys import forget_cached_keys
+
 
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
@@ -34,3 +36,12 @@ def vera(django_user_model):
     user = django_user_model.objects.create_user("vera", password="pw-vera")
     user.user_permissions.add(Permission.objects.get(codename="view_auditevent"))
     return user
+
+
+@pytest.fixture
+def key_file(settings, tmp_path):
+    """An audit key file of this test's own, not created yet (as on a new server)."""
+    settings.AUDIT_KEY_FILE = tmp_path / "keys" / "audit.key"
+    forget_cached_keys()
+    yield settings.AUDIT_KEY_FILE
+    forget_cached_keys()

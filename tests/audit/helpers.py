@@ -49,6 +49,16 @@ def triggers_disabled() -> Iterator[None]:
                     cursor.execute(create_sql)
 
 
+def intact(events: int, checkpoints: int = 1) -> str:
+    """What verifyaudit says of an intact chain: the test's checkpoint file and its witness
+    file (tests/conftest.py) hold the same checkpoints; a chain's first event is preceded
+    by its genesis checkpoint (audit/checkpoints.py)."""
+    return (
+        f"OK: {events} events, chain intact; matches {checkpoints} checkpoints, "
+        f"and {checkpoints} in 1 more file"
+    )
+
+
 def tamper(sql: str, params: list[Any] | None = None) -> int:
     """Run raw SQL against the audit tables with the triggers off; return the row count."""
     with triggers_disabled(), connection.cursor() as cursor:

@@ -22,12 +22,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 
-from audit.checkpoints import _canonical, read_checkpoints
-from audit.keys import AuditKeyError, forget_cached_keys, load_keys
+from audit.checkpoints import _canonical, as_line, line_digest, read_checkpoints, sign
+from audit.keys import AuditKeyError, AuditKeys, create_keys, forget_cached_keys, load_keys
 from audit.models import AuditChainHead, AuditEvent
 from audit.services import record
 from audit.verify import verify_chain
-from tests.audit.helpers import tamper, triggers_disabled
+from tests.audit.helpers import intact, tamper, triggers_disabled
 
 pytestmark = pytest.mark.django_db
 
@@ -99,13 +99,14 @@ def rewrite_from(
             event.hash = rehash(event)
             cursor.execute(
                 "UPDATE audit_auditevent SET actor_name = %s, payload = %s, prev_hash = %s, "
-                "hash = %s, scheme = %s WHERE id = %s",
+                "hash = %s, scheme = %s, key_id = %s WHERE id = %s",
                 [
                     event.actor_name,
                     json.dumps(event.payload),
                     event.prev_hash,
                     event.hash,
                     event.scheme,
+                    event.key_id,
                     event.id,
                 ],
             )
@@ -229,12 +230,30 @@ def test_the_chain_head_cannot_point_at_an_event_that_does_not_exist(chain):
 def test_checkpoints_are_private_signed_lines_outside_the_database(chain, settings):
     path = Path(settings.AUDIT_CHECKPOINT_FILE)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    (only,) = read_checkpoints(path)
+    genesis, only = read_checkpoints(path)
+    assert (genesis.genesis, genesis.head_id, genesis.keyed_from) == (True, 0, 1)
     assert (only.head_id, only.head_hash, only.keyed_from) == (5, chain[4].hash, 1)
 
     public = Ed25519PublicKey.from_public_bytes(bytes.fromhex(verifyaudit("--public-key")))
     public.verify(base64.b64decode(only.document["signature"]), _canonical(only.document))
-    assert verifyaudit() == "OK: 5 events, chain intact; matches 1 checkpoints"
+    assert verifyaudit() == intact(5, checkpoints=2)
+
+
+def test_the_genesis_checkpoint_comes_once_before_the_first_keyed_event(alice, settings):
+    class Abandoned(Exception):
+        pass
+
+    with pytest.raises(Abandoned), transaction.atomic():
+        record(kind="rollback", actor=alice)
+        raise Abandoned  # the first event rolled back: its genesis stays, and still holds
+    record(kind="rollback", actor=alice)
+    record(kind="rollback", actor=alice)
+
+    for path in (settings.AUDIT_CHECKPOINT_FILE, settings.AUDIT_WITNESS_FILE):
+        (genesis,) = read_checkpoints(Path(path))
+        assert genesis.genesis and (genesis.head_id, genesis.keyed_from) == (0, 1)
+        assert genesis.document["public_key"] == load_keys().public_key_hex
+    assert verifyaudit() == intact(2)
 
 
 def test_a_checkpoint_copy_from_elsewhere_is_checked_too(chain, settings, tmp_path):
@@ -271,18 +290,11 @@ def test_a_failing_place_is_reported_and_the_others_still_written(chain, setting
     settings.AUDIT_CHECKPOINT_COMMAND = "false"
     with pytest.raises(CommandError, match="`false` exited 1"):
         checkpoint()
-    assert len(read_checkpoints(Path(settings.AUDIT_CHECKPOINT_FILE))) == 2
+    assert len(read_checkpoints(Path(settings.AUDIT_CHECKPOINT_FILE))) == 3  # genesis + 2
+    assert len(read_checkpoints(Path(settings.AUDIT_WITNESS_FILE))) == 3
 
 
 # -- the key file -----------------------------------------------------------------------
-
-
-@pytest.fixture
-def key_file(settings, tmp_path):
-    settings.AUDIT_KEY_FILE = tmp_path / "keys" / "audit.key"
-    forget_cached_keys()
-    yield settings.AUDIT_KEY_FILE
-    forget_cached_keys()
 
 
 def test_the_key_is_created_on_first_use_readable_only_by_its_owner(key_file, alice):
@@ -355,12 +367,14 @@ def legacy_events(count: int) -> list[AuditEvent]:
     return made
 
 
-def test_a_legacy_chain_keeps_verifying_and_keyed_events_continue_it(alice):
+def test_a_legacy_chain_keeps_verifying_and_keyed_events_continue_it(alice, settings):
     legacy = legacy_events(3)
     keyed = record(kind="rollback", actor=alice)
 
     assert keyed.prev_hash == legacy[-1].hash and keyed.scheme == 2
-    assert verifyaudit() == "OK: 4 events, chain intact"
+    (genesis,) = read_checkpoints(Path(settings.AUDIT_CHECKPOINT_FILE))
+    assert (genesis.head_id, genesis.head_hash, genesis.keyed_from) == (3, legacy[-1].hash, 4)
+    assert verifyaudit() == intact(4)
 
 
 def test_rewriting_legacy_events_is_caught_by_the_first_keyed_event(alice):
@@ -409,4 +423,93 @@ def test_a_long_checkpoint_file_keeps_its_chain_of_checkpoints(chain, alice, set
         record(kind="rollback", actor=alice)
         checkpoint()
     assert Path(settings.AUDIT_CHECKPOINT_FILE).stat().st_size > 8192
-    assert verifyaudit() == "OK: 30 events, chain intact; matches 26 checkpoints"
+    assert verifyaudit() == intact(30, checkpoints=27)
+
+
+# -- the witnessed copy against someone who also holds the key ---------------------------
+
+
+def resign_checkpoint_file(path: Path, keys: AuditKeys) -> None:
+    """What the attacker with the key does to the server's checkpoint file: every line
+    re-signed over the rewritten chain's hashes, the links recomputed."""
+    previous = ""
+    lines = []
+    for old in read_checkpoints(path):
+        document = {k: v for k, v in old.document.items() if k != "signature"}
+        if document["head_id"]:
+            document["head_hash"] = AuditEvent.objects.get(pk=document["head_id"]).hash
+        document["previous"] = previous
+        line = as_line(sign(document, keys))
+        previous = line_digest(line)
+        lines.append(line)
+    path.write_text("".join(line + "\n" for line in lines))
+
+
+@pytest.fixture
+def witnessed_history(alice, bob, settings, tmp_path) -> Path:
+    """Events with checkpoints in between, as the worker makes them; returns a copy of the
+    witness file, as fetched from the other machine."""
+    record(kind="deploy.requested", actor=alice, host_name="gpu1", payload={"version": 3})
+    checkpoint()  # head #1
+    record(kind="deploy.approved", actor=bob, host_name="gpu1", payload={"comment": "ok"})
+    record(kind="unit.pushed", actor=None, host_name="gpu1", payload={"changed": True})
+    checkpoint()  # head #3
+    record(kind="deploy.succeeded", actor=None, host_name="gpu1")
+    checkpoint()  # head #4
+    copy = tmp_path / "witness-copy.jsonl"
+    copy.write_text(Path(settings.AUDIT_WITNESS_FILE).read_text())
+    return copy
+
+
+def test_a_rewrite_with_the_key_and_re_signed_checkpoints_is_caught_by_the_witness_copy(
+    witnessed_history, settings
+):
+    """The attack as it was done: the approval's approver changed, every HMAC after it
+    recomputed with the stolen key, the chain head moved, the checkpoint file re-signed."""
+    keys = load_keys()
+    rewrite_from(
+        2,
+        {"actor_name": "carol", "payload": {"comment": "carol approved"}},
+        lambda event: event.compute_hash(keys),
+    )
+    server_file = Path(settings.AUDIT_CHECKPOINT_FILE)
+    resign_checkpoint_file(server_file, keys)
+    assert verifyaudit("--checkpoints", str(server_file)).startswith("OK: ")  # it fools that
+
+    message = broken("--checkpoints", str(witnessed_history))
+    assert "event #3 is not the event the checkpoint of" in message
+    assert f"(line 3 of {witnessed_history}) saw" in message
+    assert "still holds at event #1; the first altered event is one of #2–#3" in message
+    assert "event #3 is not the event" in broken()  # the configured witness file, too
+
+
+def test_a_chain_rewritten_under_a_new_key_is_named_by_the_genesis(
+    witnessed_history, settings, key_file
+):
+    new_keys = load_keys() or create_keys()  # key_file: a new, empty path → a new key
+    rewrite_from(
+        1,
+        {"payload": {"version": 4}},
+        lambda event: event.compute_hash(new_keys),
+        key_id=new_keys.key_id,
+    )
+    server_file = Path(settings.AUDIT_CHECKPOINT_FILE)
+    resign_checkpoint_file(server_file, new_keys)
+
+    message = broken("--checkpoints", str(witnessed_history))
+    assert "the genesis checkpoint of" in message
+    assert f"but {key_file} holds key {new_keys.key_id}" in message
+    assert "the key was replaced" in message
+
+
+def test_an_unkeyed_rewrite_with_the_checkpoint_file_deleted_is_caught(witnessed_history, settings):
+    """Before: with no checkpoint file, a chain rewritten as legacy sha256 verified OK."""
+    rewrite_from(1, {"payload": {"version": 4}}, sha256_as_attacker, scheme=None)
+    Path(settings.AUDIT_CHECKPOINT_FILE).unlink()
+
+    keyed_since_genesis = "the checkpoints record keyed events from #1"
+    assert keyed_since_genesis in broken()  # the witness file on its mount
+    Path(settings.AUDIT_WITNESS_FILE).unlink()
+    assert f"the checkpoint file {settings.AUDIT_CHECKPOINT_FILE} is missing" in broken()
+    message = broken("--checkpoints", str(witnessed_history))
+    assert "event #1 (deploy.requested at" in message and keyed_since_genesis in message

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from audit.models import AuditEvent
 from audit.services import record
-from tests.audit.helpers import tamper
+from tests.audit.helpers import intact, tamper
 
 pytestmark = pytest.mark.django_db
 
@@ -38,12 +39,41 @@ def chain(alice, bob) -> list[AuditEvent]:
     ]
 
 
-def test_an_empty_log_is_intact():
-    assert verifyaudit() == "OK: 0 events, chain intact"
+def test_a_server_that_recorded_nothing_yet_is_intact(key_file):
+    assert verifyaudit() == "OK: 0 events, chain intact; nothing recorded yet (no audit key)"
+
+
+def test_an_empty_log_with_an_audit_key_but_no_checkpoints_is_an_error(settings):
+    message = verifyaudit_failure()
+    assert f"the checkpoint file {settings.AUDIT_CHECKPOINT_FILE} is missing" in message
 
 
 def test_an_untouched_chain_is_intact(chain):
-    assert verifyaudit() == "OK: 4 events, chain intact"
+    assert verifyaudit() == intact(4)
+
+
+@pytest.mark.parametrize("setting", ["AUDIT_CHECKPOINT_FILE", "AUDIT_WITNESS_FILE"])
+def test_a_deleted_checkpoint_file_is_an_error_naming_it(chain, settings, setting):
+    Path(getattr(settings, setting)).unlink()
+
+    message = verifyaudit_failure()
+    assert f"the checkpoint file {getattr(settings, setting)} is missing" in message
+    assert "the chain has 4 events and nothing there vouches for them" in message
+
+
+def test_an_emptied_checkpoint_file_is_an_error_naming_it(chain, settings):
+    Path(settings.AUDIT_CHECKPOINT_FILE).write_text("")
+
+    assert f"the checkpoint file {settings.AUDIT_CHECKPOINT_FILE} is empty" in (
+        verifyaudit_failure()
+    )
+
+
+def test_a_checkpoint_copy_that_does_not_exist_is_an_error(chain, tmp_path):
+    with pytest.raises(CommandError) as failure:
+        call_command("verifyaudit", "--checkpoints", str(tmp_path / "nowhere.jsonl"))
+    assert failure.value.returncode == 1
+    assert f"the checkpoint file {tmp_path / 'nowhere.jsonl'} is missing" in str(failure.value)
 
 
 def test_editing_a_row_is_named_at_that_row(chain):
@@ -111,4 +141,4 @@ def test_swapping_two_rows_contents_is_detected(chain):
 def test_recording_continues_the_chain_after_verification(chain, alice):
     record(kind="rollback", actor=alice, host_name="gpu1")
 
-    assert verifyaudit() == "OK: 5 events, chain intact"
+    assert verifyaudit() == intact(5)

@@ -116,6 +116,7 @@ def sqlite_orm(tmp_path: Path) -> Iterator[Setup]:
         **base_env(),
         "DATABASE_URL": f"sqlite:///{path}",
         "AUDIT_CHECKPOINT_FILE": str(tmp_path / "audit-checkpoints.jsonl"),
+        "AUDIT_WITNESS_FILE": str(tmp_path / "audit-witness.jsonl"),
     }
     manage(env, "migrate", "--noinput", "-v0", "--skip-checks")
 
@@ -151,6 +152,7 @@ def postgres_redis(tmp_path: Path) -> Iterator[Setup]:
             "DATABASE_URL": url,
             "REDIS_URL": f"{REDIS_BASE_URL}/{REDIS_DB}",
             "AUDIT_CHECKPOINT_FILE": str(tmp_path / "audit-checkpoints.jsonl"),
+            "AUDIT_WITNESS_FILE": str(tmp_path / "audit-witness.jsonl"),
         }
         manage(env, "migrate", "--noinput", "-v0", "--skip-checks")
 

@@ -1,6 +1,7 @@
-"""`manage.py auditcheckpoint`: sign the audit chain's head now and export it (file,
-syslog, command: `audit.checkpoints`). The worker does it every 5 minutes; run it by
-hand right after an upgrade or before a backup."""
+"""`manage.py auditcheckpoint`: sign the audit chain's head now, append it to the
+checkpoint file and send it to every witness (`audit.checkpoints`, `audit.witnesses`),
+with whatever still waits for a witness first. The worker does it every 5 minutes; run it
+by hand right after an upgrade or before a backup."""
 
 from __future__ import annotations
 
