@@ -39,7 +39,9 @@ def _text(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def record_refusal(signed: str | bytes, where: str, reason: str, package: dict | None) -> None:
+def record_refusal(
+    signed: str | bytes, where: str, reason: str, package: dict[str, Any] | None
+) -> None:
     """Log and audit one refused package; never raises (the pusher must keep running)."""
     raw = signed.encode() if isinstance(signed, str) else bytes(signed)
     func = _text(package.get("func"), 200) if package else ""
@@ -79,7 +81,7 @@ def record_refusal(signed: str | bytes, where: str, reason: str, package: dict |
 
 def vet(signed: str | bytes, where: str) -> bool:
     """True when the package may go on; otherwise it is logged and audited."""
-    package: dict | None = None
+    package: dict[str, Any] | None = None
     try:
         package = decode_package(signed)
         reason = refusal(package)
@@ -100,7 +102,7 @@ class _AllowListed:
         return super().enqueue(task)  # type: ignore[misc]
 
     def dequeue(self) -> list[tuple[Any, Any]] | None:
-        delivered = super().dequeue()  # type: ignore[misc]
+        delivered: list[tuple[Any, Any]] | None = super().dequeue()  # type: ignore[misc]
         if not delivered:
             return delivered
         kept = []
@@ -108,15 +110,18 @@ class _AllowListed:
             if vet(signed, "queue"):
                 kept.append((ack_id, signed))
             else:
-                self.fail(ack_id)  # type: ignore[attr-defined]  (ORM: deletes the row)
+                # ORM: deletes the row; Redis: the package was already popped.
+                self.fail(ack_id)  # type: ignore[attr-defined]
         return kept
 
 
-class AllowListedORM(_AllowListed, ORM):
+# django-q2 ships no types: its broker classes are Any to mypy.
+class AllowListedORM(_AllowListed, ORM):  # type: ignore[misc]
     """django-q2's ORM broker (the `django_q_ormq` table), allow-listed."""
 
 
-class AllowListedRedis(_AllowListed, Redis):
+# django-q2 ships no types: its broker classes are Any to mypy.
+class AllowListedRedis(_AllowListed, Redis):  # type: ignore[misc]
     """django-q2's Redis broker, allow-listed."""
 
 

@@ -117,6 +117,7 @@ def writer_env(request, tmp_path) -> dict[str, str]:
         template = request.getfixturevalue("migrated_sqlite_file")
         copy = tmp_path / "audit.sqlite3"
         shutil.copyfile(template, copy)
+        copy.chmod(0o600)  # a copy gets the umask's mode; the server refuses one others can read
         env["DATABASE_URL"] = f"sqlite:///{copy}"
     return env
 

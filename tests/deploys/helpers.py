@@ -27,6 +27,7 @@ from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
 from deploys.transports.push import sha256_hex
 from deploys.transports.ssh import HostKeyInfo, SSHTransport, fingerprint_sha256, parse_pinned_key
+from perf.models import BenchPolicy
 from tests.ports import service_port
 from tests.testhost.host import TestHost
 from tests.units.factories import baseline
@@ -176,13 +177,17 @@ def approved_request(
     name: str = "",
     unit_name: str = "",
     data: dict[str, Any] | None = None,
+    benchmark: bool = True,
     **profile: Any,
 ) -> DeployRequest:
     """A new profile (`data`, or the baseline with `profile` changes), a request for it on
-    `host` (its live unit read now), approved."""
+    `host` (its live unit read now), approved. `benchmark=False` switches the profile's
+    benchmark off before the request: the approval covers the job's settings."""
     if data is None:
         data = baseline(name=name or unique("job"), **profile)
     created = profile_create(data=data, created_by=None)
+    if not benchmark:
+        BenchPolicy.objects.create(profile=created, enabled=False)
     request = deploy_request_create(
         profile_version=created.versions.get(),
         host=host,

@@ -32,7 +32,6 @@ SETUP = """
 import json, sys, django
 django.setup()
 from deploys.jobs.queue import enqueue_deploy, enqueue_probe
-from perf.models import BenchPolicy
 from tests.deploys.helpers import approved_request, double_profile, make_host, make_users
 from tests.testhost.host import TestHost
 
@@ -48,8 +47,8 @@ for i in range(int(sys.argv[2])):
         # The unit's own wait for free GPUs looks at every GPU: off, since the GPU-clean
         # step checks the GPUs this service uses.
         data=double_profile(gpu_devices=str(i), tensor_parallel_size=1, gpu_free_wait=False),
+        benchmark=False,
     )
-    BenchPolicy.objects.create(profile=request.profile_version.profile, enabled=False)
     ids.append(request.pk)
 # ...and every job is delivered a second time.
 for pk in ids:

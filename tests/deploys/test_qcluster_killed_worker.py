@@ -30,7 +30,6 @@ WAIT_S = 6
 SETUP = """
 import json, sys, django
 django.setup()
-from perf.models import BenchPolicy
 from tests.deploys.helpers import approved_request, double_profile, make_host, make_users
 from tests.testhost.host import TestHost
 
@@ -42,8 +41,8 @@ data = double_profile(
     deploy_journal_check_sec=1,
     deploy_ready_timeout_sec=400,
 )
-request = approved_request(host, requester, approver, data=data)  # enqueued on commit
-BenchPolicy.objects.create(profile=request.profile_version.profile, enabled=False)
+# enqueued on commit
+request = approved_request(host, requester, approver, data=data, benchmark=False)
 print(json.dumps({"request": request.pk, "host": host.pk, "users": [requester.pk, approver.pk]}))
 """
 

@@ -28,7 +28,6 @@ pytestmark = [pytest.mark.qcluster, pytest.mark.testhost]
 SETUP = """
 import json, sys, django
 django.setup()
-from perf.models import BenchPolicy
 from tests.deploys.helpers import approved_request, double_profile, make_host, make_users
 from tests.testhost.host import TestHost
 
@@ -40,8 +39,8 @@ data = double_profile(
     environment={"VLLM_DOUBLE_FAULTS": "leftover_worker", "VLLM_DOUBLE_VERSION": "0.11.0"},
     vllm_executable="/opt/wrapped/bin/vllm",
 )
-request = approved_request(host, requester, approver, data=data)  # enqueued on commit
-BenchPolicy.objects.create(profile=request.profile_version.profile, enabled=False)
+# enqueued on commit
+request = approved_request(host, requester, approver, data=data, benchmark=False)
 print(json.dumps({"request": request.pk, "users": [requester.pk, approver.pk]}))
 """
 
