@@ -274,6 +274,30 @@ class PushedUnit(models.Model):
         ordering = ["-pushed_at"]
 
 
+class UnitReading(models.Model):
+    """What specadmin found in a unit file on a host when it last read it: its sha256
+    ("" when there was no file), when, and which job step or probe read it. The pushes
+    record what they wrote (`PushedUnit`); these rows are the reads (a job's end, a probe,
+    a request page), so "what runs on H as U" is the newer of the two (`deploys.running`).
+    """
+
+    host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="unit_readings")
+    unit_name = models.CharField(max_length=247)
+    sha256 = models.CharField(max_length=64, blank=True)
+    read_at = models.DateTimeField()
+    request = models.ForeignKey(
+        DeployRequest, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    step = models.CharField(max_length=60)
+
+    class Meta:
+        ordering = ["-read_at", "-pk"]
+        indexes = [models.Index(fields=["host", "unit_name", "read_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.unit_name}.service on {self.host_id}: {self.sha256[:12] or 'absent'}"
+
+
 class UnitAdoption(models.Model):
     """An admin's decision that specadmin may overwrite a unit file it did not write: one
     exact file (host, unit name, sha256 of its content), so a file changed afterwards is

@@ -16,7 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from deploys import approvals, selectors
+from deploys import approvals, running, selectors
 from deploys.forms import (
     DecisionForm,
     DeployRequestForm,
@@ -430,6 +430,12 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "diff_lines": selectors.diff_lines(diff),
             "findings": findings,
             "unit_text": shown(deploy.unit_text),
+            "unit_is": running.text_of(
+                host=deploy.host, unit_name=deploy.unit_name, sha=deploy.unit_sha256
+            ),
+            "host_unit_was": running.text_of(
+                host=deploy.host, unit_name=deploy.unit_name, sha=deploy.host_unit_sha256
+            ),
             **job_context(deploy, user),
             "overdue": overdue,
             "own": own,

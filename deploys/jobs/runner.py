@@ -39,6 +39,7 @@ from deploys.jobs.steps import DeployContext, Outcome, StepResult
 from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.probe import probe_host
+from deploys.running import known_unit_names, on_host_payload, record_read
 from deploys.selectors import host_probe_executables
 from deploys.services.hosts import host_record_probe, host_record_probe_error
 from deploys.transports import Transport, TransportError
@@ -335,6 +336,7 @@ def _host_state(ctx: DeployContext) -> str:
     finally:
         transport.command_log.take()
     request = ctx.request
+    record_read(host=ctx.host, unit_name=request.unit_name, data=text, step="end", request=request)
     sha = "" if text is None else sha256_hex(text)
     if text is None:
         which = "no unit file"
@@ -375,6 +377,7 @@ def _finish(ctx: DeployContext, outcome: JobOutcome, host_state: str) -> str:
                     "status": str(outcome.status),
                     "reason": outcome.reason[:4000],
                     "host_state": host_state,
+                    **on_host_payload(host=ctx.host, unit_name=ctx.request.unit_name),
                 },
             )
     if not finished:
@@ -527,7 +530,10 @@ def run_probe(
     try:
         with connect(host) as transport:
             facts = probe_host(
-                host=host, transport=transport, vllm_executables=host_probe_executables(host=host)
+                host=host,
+                transport=transport,
+                vllm_executables=host_probe_executables(host=host),
+                unit_names=known_unit_names(host=host),
             )
     except TransportError as exc:
         error = f"{type(exc).__name__}: {exc}"

@@ -287,11 +287,9 @@ def preflight(ctx: DeployContext) -> StepResult:
 
 
 def _unit_profile_data(ctx: DeployContext) -> dict[str, Any]:
-    """The profile data whose rendering is the request's unit text (a rollback's target
-    push was made from an earlier version)."""
-    target = ctx.request.rollback_to
-    if target is not None and target.request is not None:
-        return target.request.profile_version.data
+    """The profile data whose rendering is the request's unit text: a rollback request is
+    about the version its text is (`deploys.running.version_of_text`), not about the job
+    that last pushed that text."""
     return ctx.request.profile_version.data
 
 

@@ -26,6 +26,7 @@ from deploys.approvals import approval_problems, approval_ttl, refuse_own_decisi
 from deploys.jobs import queue
 from deploys.models import DeployRequest, Host
 from deploys.permissions import APPROVE_DEPLOY, REQUEST_DEPLOY, require
+from deploys.running import record_read, versions_by_sha
 from deploys.selectors import (
     MAX_UNIT_BYTES,
     DeployPreview,
@@ -190,6 +191,10 @@ def deploy_request_create(
             requested_by=requested_by,
             expires_at=now + approval_ttl(),
         )
+        record_read(
+            host=host, unit_name=unit_name, data=preview.host_unit, step="request", request=request
+        )
+        replaced = versions_by_sha([preview.host_unit_sha256]).get(preview.host_unit_sha256, ())
         _audit(
             AuditKind.DEPLOY_REQUESTED,
             requested_by,
@@ -199,6 +204,7 @@ def deploy_request_create(
                 "unit_name": unit_name,
                 "unit_sha256": unit.sha256,
                 "host_unit_sha256": preview.host_unit_sha256,
+                "host_unit_versions": [str(v) for v in replaced],
                 "lint_systemd_version": unit.systemd_version,
                 "lint_vllm_version": unit.vllm_version,
                 "warnings": [f["code"] for f in unit.warnings],

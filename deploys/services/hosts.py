@@ -23,6 +23,7 @@ from deploys.executables import plain_path_problem
 from deploys.jobs import queue
 from deploys.models import DeployRequest, Host
 from deploys.permissions import ADD_HOST, CHANGE_HOST, REQUEST_DEPLOY, require
+from deploys.running import record_probe
 from deploys.transports import TransportError
 from deploys.transports.ssh import HostKeyInfo, fingerprint_sha256, parse_pinned_key
 from deploys.transports.ssh import probe_host_key as _probe_host_key
@@ -393,6 +394,7 @@ def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) 
         host.gpu_count = facts.get("gpu_count")
         host.gpus = list(facts.get("gpus") or [])
         host.managed_units = list(facts.get("managed_units") or [])
+        record_probe(host=host, files=facts.get("unit_files") or [])
         host.probed_at = timezone.now()
         host.probe_error = "\n".join(errors)
         host.probe_queued_at = None
