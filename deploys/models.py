@@ -171,7 +171,11 @@ class DeployRequest(models.Model):
             ("approve_deployrequest", "Can approve or reject deploy requests"),
             ("cancel_deployrequest", "Can cancel queued or running deploy jobs"),
         ]
-        indexes = [models.Index(fields=["status", "expires_at"])]
+        indexes = [
+            models.Index(fields=["status", "expires_at"]),
+            # deploys.running: which versions a text on a host is, by its sha256
+            models.Index(fields=["unit_sha256"]),
+        ]
 
     @property
     def status_label(self) -> str:
@@ -272,6 +276,11 @@ class PushedUnit(models.Model):
 
     class Meta:
         ordering = ["-pushed_at"]
+        # deploys.running: the last push of each unit on a host; where a text was pushed
+        indexes = [
+            models.Index(fields=["host", "unit_name", "pushed_at"]),
+            models.Index(fields=["sha256"]),
+        ]
 
 
 class UnitReading(models.Model):
@@ -292,7 +301,10 @@ class UnitReading(models.Model):
 
     class Meta:
         ordering = ["-read_at", "-pk"]
-        indexes = [models.Index(fields=["host", "unit_name", "read_at"])]
+        indexes = [
+            models.Index(fields=["host", "unit_name", "read_at"]),
+            models.Index(fields=["sha256"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.unit_name}.service on {self.host_id}: {self.sha256[:12] or 'absent'}"

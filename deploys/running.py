@@ -458,6 +458,13 @@ def on_host_payload(*, host: Host, unit_name: str) -> dict[str, Any]:
     return {"on_host": unit.audit_json()}
 
 
+def on_host_list(*, host: Host, unit_names: Iterable[str]) -> list[dict[str, Any]]:
+    """What runs as each of these units (a probe's audit event)."""
+    lookup = _Lookup(host)
+    units = [lookup.unit(_plain(name)) for name in unit_names]
+    return [unit.audit_json() for unit in units if unit is not None]
+
+
 def version_of_text(sha: str, *, prefer: ProfileVersion | None = None) -> ProfileVersion | None:
     """The profile version a request about this text belongs to: `prefer` when the text
     is that version, else the newest version it is (None: it is none)."""
@@ -579,6 +586,7 @@ __all__ = [
     "Seen",
     "Text",
     "known_unit_names",
+    "on_host_list",
     "on_host_payload",
     "profile_deployments",
     "record_probe",

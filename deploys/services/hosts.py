@@ -23,7 +23,7 @@ from deploys.executables import plain_path_problem
 from deploys.jobs import queue
 from deploys.models import DeployRequest, Host
 from deploys.permissions import ADD_HOST, CHANGE_HOST, REQUEST_DEPLOY, require
-from deploys.running import record_probe
+from deploys.running import on_host_list, record_probe
 from deploys.transports import TransportError
 from deploys.transports.ssh import HostKeyInfo, fingerprint_sha256, parse_pinned_key
 from deploys.transports.ssh import probe_host_key as _probe_host_key
@@ -419,6 +419,9 @@ def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) 
                 "vllm_version": host.vllm_version,
                 "gpu_count": host.gpu_count,
                 "managed_units": [u.get("name", "") for u in host.managed_units],
+                "on_host": on_host_list(
+                    host=host, unit_names=[f["name"] for f in facts.get("unit_files") or []]
+                ),
                 "errors": errors,
             },
         )

@@ -1,0 +1,116 @@
+"""What the pages and the audit history say runs on a host, read the way a person reads
+them (the host page, the profile pages, the *Roll back to* choices, the last job event),
+for the "what runs where" tests (docs/architecture.md, "What runs where")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+from django.test import Client
+from django.urls import reverse
+
+from audit.models import AuditEvent
+from deploys.models import Host
+from units.models import ServiceProfile
+
+
+@dataclass
+class UnitRow:
+    """One unit's row of the host page."""
+
+    versions: set[str] = field(default_factory=set)
+    sha256: str = ""
+    text: str = ""
+    choices: list[tuple[str, str]] = field(default_factory=list)  # (sha256, label)
+    last_good: str = ""
+
+
+class _Rows(HTMLParser):
+    """`<tr data-unit=… [data-host=…]>` rows: the `data-version` links in them, the
+    `data-sha256` of the running cell, the rollback `<option>`s."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[tuple[str, str], UnitRow] = {}
+        self._row: UnitRow | None = None
+        self._option: str | None = None
+        self._cell = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "tr" and "data-unit" in a:
+            self._row = self.rows.setdefault((a.get("data-host", ""), a["data-unit"]), UnitRow())
+        if self._row is None:
+            return
+        if "data-version" in a and tag in ("a", "span"):
+            self._row.versions.add(a["data-version"])
+        if tag == "td":
+            self._cell = "running" if "running" in a.get("class", "") else a.get("class", "")
+            if self._cell == "running":
+                self._row.sha256 = a.get("data-sha256", "")
+        if tag == "option":
+            self._option = a.get("data-sha256", "")
+            self._row.choices.append((self._option, ""))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "tr":
+            self._row = None
+        if tag == "option":
+            self._option = None
+        if tag == "td":
+            self._cell = ""
+
+    def handle_data(self, data: str) -> None:
+        if self._row is None:
+            return
+        if self._option is not None:
+            sha, label = self._row.choices[-1]
+            self._row.choices[-1] = (sha, label + data)
+        elif self._cell == "running":
+            self._row.text += data
+        elif self._cell == "last-good":
+            self._row.last_good += data
+
+
+def rows(html: str) -> dict[tuple[str, str], UnitRow]:
+    parser = _Rows()
+    parser.feed(html)
+    return parser.rows
+
+
+def host_page_units(client: Client, host: Host) -> dict[str, UnitRow]:
+    page = client.get(reverse("deploys:host_detail", args=[host.pk]))
+    assert page.status_code == 200
+    return {unit: row for (_, unit), row in rows(page.content.decode()).items()}
+
+
+def profile_page_rows(client: Client, profile: ServiceProfile, host: Host) -> dict[str, set[str]]:
+    """unit name → the versions the profile page says run on `host` as that unit."""
+    page = client.get(reverse("units:detail", args=[profile.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    running = html.split('class="list running-on"', 1)
+    if len(running) < 2:
+        return {}
+    table = running[1].split("</table>", 1)[0]
+    return {
+        unit: row.versions
+        for (host_name, unit), row in rows("<table " + table).items()
+        if host_name == host.name
+    }
+
+
+def last_job_event_on_host(host: Host, unit_name: str) -> dict | None:
+    """`on_host` of the newest audit event that says what runs there as `unit_name`."""
+    events = AuditEvent.objects.filter(host_name=host.name, payload__has_key="on_host")
+    for event in events.order_by("-id").only("payload").iterator():
+        on_host = (event.payload or {}).get("on_host")
+        entries = on_host if isinstance(on_host, list) else [on_host] if on_host else []
+        for entry in entries:
+            if entry.get("unit") == f"{unit_name}.service":
+                return entry
+    return None
+
+
+__all__ = ["UnitRow", "host_page_units", "last_job_event_on_host", "profile_page_rows", "rows"]
