@@ -37,11 +37,9 @@ from hypothesis.stateful import (
 )
 
 from audit.models import AuditEvent, AuditKind
-from deploys import selectors
-from deploys.jobs import pipelines, runner
+from deploys.jobs import runner
 from deploys.models import DeployRequest, Host
 from deploys.running import rollback_choices
-from deploys.services import unit_requests
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
 from deploys.services.unit_requests import (
     deploy_job_cancel,
@@ -49,20 +47,14 @@ from deploys.services.unit_requests import (
     restart_request_create,
     rollback_request_create,
 )
-from deploys.transports import Transport
 from deploys.transports.push import sha256_hex
 from tests.deploys.helpers import make_users, unique
 from tests.deploys.what_runs_support import (
+    LocalSide,
     host_page_units,
     last_job_event_on_host,
     profile_page_rows,
-)
-from tests.doubles.unit_host import (
-    Script,
-    UnitHost,
-    UnitHostTransport,
-    service_step_doubles,
-    with_doubles,
+    use_local_side,
 )
 from tests.units.factories import baseline
 from units.models import ProfileVersion, ServiceProfile
@@ -94,39 +86,6 @@ def names_in(label: str) -> set[str]:
             profile = words[0]
         names.add(f"{profile} {words[-1]}")
     return names
-
-
-class LocalSide:
-    """The host as an in-memory unit directory; service steps doubled."""
-
-    def __init__(self) -> None:
-        self.host = UnitHost()
-        self.script = Script()
-        doubles = service_step_doubles(self.script)
-        self.pipelines = {
-            kind: with_doubles(steps, doubles) for kind, steps in pipelines.PIPELINES.items()
-        }
-        self.rollback = with_doubles(pipelines.ROLLBACK, doubles)
-
-    def connect(self, host: Host) -> Transport:
-        return UnitHostTransport(self.host)
-
-    def file(self, unit_name: str) -> bytes | None:
-        return self.host.unit_file(unit_name)
-
-    def change_outside(self, unit_name: str) -> None:
-        path = self.host.path(f"{unit_name}.service")
-        self.host.files[path] += b"# tuned by hand on the host\n"
-
-    def arm(self, fault: str, cancel_at: str, on_cancel: Callable[[Any], None]) -> None:
-        self.script.fault, self.script.cancel_at, self.script.on_cancel = (
-            fault,
-            cancel_at,
-            on_cancel,
-        )
-
-    def steps(self, kind: str) -> Any:
-        return self.pipelines[kind]
 
 
 class WhatRunsWhere(RuleBasedStateMachine):
@@ -462,23 +421,12 @@ class WhatRunsWhere(RuleBasedStateMachine):
 
 @pytest.fixture
 def local_side(monkeypatch: pytest.MonkeyPatch, transactional_db: None) -> None:
-    """Requests read the host through the machine's side, cancels are seen at once."""
-    monkeypatch.setattr(runner, "CANCEL_POLL_S", 0.0)
-    current: dict[str, LocalSide] = {}
+    """Each example's machine gets a fresh in-memory host that requests and jobs reach."""
 
-    class Side(LocalSide):
-        def __init__(self) -> None:
-            super().__init__()
-            current["side"] = self
-            # The runner's rollback, with this side's service steps (by step name).
-            monkeypatch.setattr(runner, "ROLLBACK", self.rollback)
+    def side() -> LocalSide:
+        return use_local_side(monkeypatch, LocalSide())
 
-    def read_host_unit(*, host: Host, unit_name: str) -> bytes | None:
-        return current["side"].file(unit_name)
-
-    monkeypatch.setattr(selectors, "read_host_unit", read_host_unit)
-    monkeypatch.setattr(unit_requests, "read_host_unit", read_host_unit)
-    monkeypatch.setattr(WhatRunsWhere, "side_factory", Side)
+    monkeypatch.setattr(WhatRunsWhere, "side_factory", side)
 
 
 def test_pages_choices_and_audit_name_exactly_the_versions_on_the_host(local_side: None) -> None:

@@ -4,14 +4,29 @@ for the "what runs where" tests (docs/architecture.md, "What runs where")."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from typing import Any
 
+import pytest
 from django.test import Client
 from django.urls import reverse
 
 from audit.models import AuditEvent
-from deploys.models import Host
+from deploys import selectors
+from deploys.jobs import pipelines, runner
+from deploys.models import DeployRequest, Host
+from deploys.services import unit_requests
+from deploys.services.deploy_requests import deploy_request_approve
+from deploys.transports import Transport
+from tests.doubles.unit_host import (
+    Script,
+    UnitHost,
+    UnitHostTransport,
+    service_step_doubles,
+    with_doubles,
+)
 from units.models import ServiceProfile
 
 
@@ -113,4 +128,69 @@ def last_job_event_on_host(host: Host, unit_name: str) -> dict | None:
     return None
 
 
-__all__ = ["UnitRow", "host_page_units", "last_job_event_on_host", "profile_page_rows", "rows"]
+class LocalSide:
+    """The host as an in-memory unit directory (tests.doubles.unit_host): the real
+    runner, preflight, push, daemon-reload, restore and remove steps; the service steps
+    doubled and scripted (`arm`)."""
+
+    def __init__(self) -> None:
+        self.host = UnitHost()
+        self.script = Script()
+        doubles = service_step_doubles(self.script)
+        self.pipelines = {
+            kind: with_doubles(steps, doubles) for kind, steps in pipelines.PIPELINES.items()
+        }
+        self.rollback = with_doubles(pipelines.ROLLBACK, doubles)
+
+    def connect(self, host: Host) -> Transport:
+        return UnitHostTransport(self.host)
+
+    def file(self, unit_name: str) -> bytes | None:
+        return self.host.unit_file(unit_name)
+
+    def change_outside(self, unit_name: str) -> None:
+        path = self.host.path(f"{unit_name}.service")
+        self.host.files[path] += b"# tuned by hand on the host\n"
+
+    def arm(
+        self, fault: str, cancel_at: str = "", on_cancel: Callable[[Any], None] | None = None
+    ) -> None:
+        self.script.fault, self.script.cancel_at, self.script.on_cancel = (
+            fault,
+            cancel_at,
+            on_cancel,
+        )
+
+    def steps(self, kind: str) -> Any:
+        return self.pipelines[kind]
+
+    def run(self, request: DeployRequest, approver: Any, fault: str = "") -> str:
+        """Approve `request` and run its job the way the worker does, with `fault`."""
+        request = deploy_request_approve(request=request, approver=approver)
+        self.arm(fault)
+        return runner.run_deploy(request.pk, steps=self.steps(request.kind), connect=self.connect)
+
+
+def use_local_side(monkeypatch: pytest.MonkeyPatch, side: LocalSide) -> LocalSide:
+    """Requests read `side`'s host, the runner rolls back with its steps, cancels are
+    seen at once."""
+
+    def read_host_unit(*, host: Host, unit_name: str) -> bytes | None:
+        return side.file(unit_name)
+
+    monkeypatch.setattr(selectors, "read_host_unit", read_host_unit)
+    monkeypatch.setattr(unit_requests, "read_host_unit", read_host_unit)
+    monkeypatch.setattr(runner, "ROLLBACK", side.rollback)
+    monkeypatch.setattr(runner, "CANCEL_POLL_S", 0.0)
+    return side
+
+
+__all__ = [
+    "LocalSide",
+    "UnitRow",
+    "host_page_units",
+    "last_job_event_on_host",
+    "profile_page_rows",
+    "rows",
+    "use_local_side",
+]
