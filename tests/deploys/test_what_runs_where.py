@@ -426,7 +426,7 @@ def local_side(monkeypatch: pytest.MonkeyPatch, transactional_db: None) -> None:
     def side() -> LocalSide:
         return use_local_side(monkeypatch, LocalSide())
 
-    monkeypatch.setattr(WhatRunsWhere, "side_factory", side)
+    monkeypatch.setattr(WhatRunsWhere, "side_factory", staticmethod(side))
 
 
 def test_pages_choices_and_audit_name_exactly_the_versions_on_the_host(local_side: None) -> None:
