@@ -12,8 +12,7 @@ from django.contrib.auth import get_user_model
 from deploys.models import DeployRequest, Host
 from deploys.services.deploy_requests import deploy_request_create
 from tests.browser import PASSWORD, expect, login, overflow, shot
-from tests.deploys.test_what_runs_where import FAST
-from tests.deploys.what_runs_support import LocalSide, use_local_side
+from tests.deploys.what_runs_support import FAST, LocalSide, use_local_side
 from tests.units.factories import baseline
 from units.models import ServiceProfile
 from units.roles import ADMIN, APPROVER, ensure_roles

@@ -17,8 +17,7 @@ from deploys.running import rollback_choices, unit_on_host
 from deploys.services.deploy_requests import deploy_request_create
 from deploys.services.unit_requests import rollback_request_create
 from tests.deploys.helpers import make_users, unique
-from tests.deploys.test_what_runs_where import FAST
-from tests.deploys.what_runs_support import LocalSide, host_page_units, use_local_side
+from tests.deploys.what_runs_support import FAST, LocalSide, host_page_units, use_local_side
 from tests.units.factories import baseline
 from units.models import ServiceProfile
 from units.services import profile_clone, profile_create, profile_update

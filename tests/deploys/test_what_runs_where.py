@@ -37,7 +37,10 @@ from hypothesis.stateful import (
 )
 
 from audit.models import AuditEvent, AuditKind
-from deploys.jobs import runner
+from deploys.connect import transport_for
+from deploys.jobs import benchmark as bench_hook
+from deploys.jobs import pipelines, runner
+from deploys.jobs.steps import StepResult
 from deploys.models import DeployRequest, Host
 from deploys.running import rollback_choices
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
@@ -47,8 +50,9 @@ from deploys.services.unit_requests import (
     restart_request_create,
     rollback_request_create,
 )
-from deploys.transports.push import sha256_hex
-from tests.deploys.helpers import make_users, unique
+from deploys.transports import Transport
+from deploys.transports.push import BACKUP_SUFFIX, sha256_hex
+from tests.deploys.helpers import UNIT_DIR, double_profile, make_host, make_users, unique
 from tests.deploys.what_runs_support import (
     LocalSide,
     host_page_units,
@@ -56,7 +60,7 @@ from tests.deploys.what_runs_support import (
     profile_page_rows,
     use_local_side,
 )
-from tests.units.factories import baseline
+from tests.testhost.host import TestHost
 from units.models import ProfileVersion, ServiceProfile
 from units.rendering import render_unit
 from units.services import profile_clone, profile_create, profile_restore_version, profile_update
@@ -67,14 +71,6 @@ FAULTS = ("", "", "crash", "regress", "cancel")
 # Where a cancel lands: before the job ran, before the push, and in each service step.
 CANCEL_POINTS = ("queued", "vllm_check", "stop", "start", "readiness", "benchmark")
 BEFORE_PUSH = ("queued", "vllm_check")
-# Deploy-job waits a test can afford (the budget check refuses longer ones).
-FAST = {
-    "timeout_stop_sec": 20,
-    "deploy_gpu_clean_sec": 30,
-    "deploy_kill_grace_sec": 2,
-    "deploy_journal_check_sec": 10,
-    "deploy_ready_timeout_sec": 60,
-}
 
 
 def names_in(label: str) -> set[str]:
@@ -92,9 +88,6 @@ class WhatRunsWhere(RuleBasedStateMachine):
     """The machine; `side` (the host and its service steps) is set by the test."""
 
     side_factory: ClassVar[Callable[[], Any]] = LocalSide
-    profile_data: ClassVar[Callable[[str], dict[str, Any]]] = staticmethod(
-        lambda name: baseline(name=name, **FAST)
-    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -102,10 +95,7 @@ class WhatRunsWhere(RuleBasedStateMachine):
         self.requester, self.approver = make_users()
         self.client = Client()
         self.client.force_login(self.requester)
-        self.host = Host.objects.create(
-            name=unique("gpu"), address="localhost", transport=Host.Transport.LOCAL
-        )
-        self.side_host = self.host
+        self.host = self.side.make_host()
         self.profiles: list[ServiceProfile] = []
         self.texts: dict[str, set[str]] = {}  # sha256 → {"profile vN", …}, as rendered
         self.units: list[str] = []
@@ -216,12 +206,14 @@ class WhatRunsWhere(RuleBasedStateMachine):
 
     # -- rules -----------------------------------------------------------------------------
 
-    @initialize()
-    def a_profile(self) -> None:
-        profile = profile_create(data=self.profile_data(unique("vllm-kimi")), created_by=None)
+    @initialize(fault=st.sampled_from(FAULTS), cancel_at=st.sampled_from(CANCEL_POINTS))
+    def a_profile_deployed(self, fault: str, cancel_at: str) -> None:
+        """Every example starts with a profile and a first deploy of it (which may fail)."""
+        profile = profile_create(data=self.side.profile_data(unique("vllm-kimi")), created_by=None)
         self.profiles.append(profile)
         self._register(profile.versions.get())
         self._add_unit(profile.name)
+        self.deploy(0, True, fault, cancel_at)
 
     def _add_unit(self, unit: str) -> None:
         if unit not in self.units:
@@ -261,8 +253,9 @@ class WhatRunsWhere(RuleBasedStateMachine):
         cancel_at=st.sampled_from(CANCEL_POINTS),
     )
     def deploy(self, which: int, own_unit: bool, fault: str, cancel_at: str) -> None:
+        fault, cancel_at = self.side.supported(fault, cancel_at)
         profile = self._pick(self.profiles, which)
-        unit = profile.name if own_unit else self.units[0]
+        unit = profile.name if own_unit and not self.side.one_unit else self.units[0]
         self._add_unit(unit)
         request = deploy_request_create(
             profile_version=self._latest(profile),
@@ -273,7 +266,7 @@ class WhatRunsWhere(RuleBasedStateMachine):
         )
         status = self._run(request, fault, cancel_at)
         request.refresh_from_db()
-        self._after_text_job(request, status, fault, cancel_at if fault == "cancel" else "")
+        self._after_text_job(request, status, fault, cancel_at)
 
     @precondition(_has_file)
     @rule(
@@ -283,6 +276,7 @@ class WhatRunsWhere(RuleBasedStateMachine):
         cancel_at=st.sampled_from(CANCEL_POINTS),
     )
     def rollback(self, unit_ix: int, choice_ix: int, fault: str, cancel_at: str) -> None:
+        fault, cancel_at = self.side.supported(fault, cancel_at)
         unit = self._pick(self._present(), unit_ix)
         rows = host_page_units(self.client, self.host)
         row = rows.get(unit)
@@ -297,7 +291,7 @@ class WhatRunsWhere(RuleBasedStateMachine):
         self._check_request_names(request, sha)
         status = self._run(request, fault, cancel_at)
         request.refresh_from_db()
-        self._after_text_job(request, status, fault, cancel_at if fault == "cancel" else "")
+        self._after_text_job(request, status, fault, cancel_at)
 
     def _check_request_names(self, request: DeployRequest, sha: str) -> None:
         """The request page and its audit event name the versions of the text it puts back."""
@@ -318,6 +312,7 @@ class WhatRunsWhere(RuleBasedStateMachine):
     @precondition(_has_file)
     @rule(unit_ix=st.integers(0, 3), fault=st.sampled_from(("", "", "crash")))
     def restart(self, unit_ix: int, fault: str) -> None:
+        fault, _ = self.side.supported(fault, "")
         unit = self._pick(self._present(), unit_ix)
         try:
             request = restart_request_create(
@@ -354,6 +349,9 @@ class WhatRunsWhere(RuleBasedStateMachine):
         runner.run_probe(self.host.pk, None, connect=self.side.connect)
         for known in self.units:  # each had a request, so the probe reads each
             self._audited(known)
+
+    def teardown(self) -> None:
+        self.side.close(self.units)
 
     # -- what every page says ----------------------------------------------------------------
 
@@ -437,5 +435,88 @@ def test_pages_choices_and_audit_name_exactly_the_versions_on_the_host(local_sid
             stateful_step_count=25,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
+
+
+class SshHostSide(LocalSide):
+    """The real test host over SSH: the whole pipeline (systemd, the vLLM double, GPU-clean,
+    journal, readiness); faults through the benchmark hook (a regression, a cancel during
+    the benchmark). One unit name: two doubles on one port would clash."""
+
+    faults = frozenset({"", "regress", "cancel"})
+    cancel_points = frozenset({"queued", "benchmark"})
+    one_unit = True
+    testhost: ClassVar[TestHost]
+
+    def __init__(self) -> None:
+        self.pipelines = pipelines.PIPELINES
+        self.rollback = pipelines.ROLLBACK
+        self.fault = ""
+        self.on_cancel: Callable[[Any], None] | None = None
+        self._host: Host | None = None
+        bench_hook.register(self._benchmark)
+
+    def make_host(self) -> Host:
+        self._host = make_host(self.testhost)
+        return self._host
+
+    def profile_data(self, name: str) -> dict[str, Any]:
+        return double_profile(name=name)
+
+    def connect(self, host: Host) -> Transport:
+        return transport_for(host)
+
+    def _read(self, path: str) -> bytes | None:
+        assert self._host is not None
+        with transport_for(self._host) as t:
+            return t.read_file(path)
+
+    def file(self, unit_name: str) -> bytes | None:
+        return self._read(f"{UNIT_DIR}/{unit_name}.service")
+
+    def change_outside(self, unit_name: str) -> None:
+        assert self._host is not None
+        path = f"{UNIT_DIR}/{unit_name}.service"
+        with transport_for(self._host) as t:
+            t.write_file_atomic(path, (t.read_file(path) or b"") + b"# tuned by hand\n")
+
+    def arm(self, fault: str, cancel_at: str = "", on_cancel: Any = None) -> None:
+        self.fault, self.on_cancel = fault, on_cancel
+
+    def _benchmark(self, ctx: Any) -> StepResult:
+        fault, self.fault = self.fault, ""
+        if fault == "regress":
+            return StepResult.regressed("14.8% slower than the baseline", output_tok_s=61.2)
+        if fault == "cancel" and callable(self.on_cancel):
+            self.on_cancel(ctx.request)
+            return StepResult.cancelled("cancelled during benchmark")
+        return StepResult.skipped("no baseline on this host yet")
+
+    def close(self, unit_names: list[str]) -> None:
+        """Stop and delete what the example left on the shared host."""
+        bench_hook.register(None)
+        units = [f"{u}.service" for u in unit_names]
+        self.testhost.nsenter(["systemctl", "stop", *units])
+        paths = [f"{UNIT_DIR}/{u}{suffix}" for u in units for suffix in ("", BACKUP_SUFFIX)]
+        self.testhost.nsenter(["rm", "-f", *paths])
+        self.testhost.nsenter(["systemctl", "daemon-reload"])
+
+
+@pytest.mark.testhost
+def test_the_same_on_the_test_host_over_ssh(
+    module_testhost: TestHost, monkeypatch: pytest.MonkeyPatch, transactional_db: None
+) -> None:
+    monkeypatch.setattr(runner, "CANCEL_POLL_S", 0.0)
+    monkeypatch.setattr(SshHostSide, "testhost", module_testhost, raising=False)
+    monkeypatch.setattr(WhatRunsWhere, "side_factory", staticmethod(SshHostSide))
+    run_state_machine_as_test(
+        WhatRunsWhere,
+        settings=settings(
+            max_examples=3,
+            stateful_step_count=6,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
         ),
     )

@@ -20,6 +20,7 @@ from deploys.models import DeployRequest, Host
 from deploys.services import unit_requests
 from deploys.services.deploy_requests import deploy_request_approve
 from deploys.transports import Transport
+from tests.deploys.helpers import unique
 from tests.doubles.unit_host import (
     Script,
     UnitHost,
@@ -27,7 +28,17 @@ from tests.doubles.unit_host import (
     service_step_doubles,
     with_doubles,
 )
+from tests.units.factories import baseline
 from units.models import ServiceProfile
+
+# Deploy-job waits a test can afford (the budget check refuses longer ones).
+FAST = {
+    "timeout_stop_sec": 20,
+    "deploy_gpu_clean_sec": 30,
+    "deploy_kill_grace_sec": 2,
+    "deploy_journal_check_sec": 10,
+    "deploy_ready_timeout_sec": 60,
+}
 
 
 @dataclass
@@ -142,6 +153,26 @@ class LocalSide:
         }
         self.rollback = with_doubles(pipelines.ROLLBACK, doubles)
 
+    # The faults this side can cause, and whether units of two names may run at once.
+    faults = frozenset({"", "crash", "regress", "cancel"})
+    cancel_points = frozenset({"queued", "vllm_check", "stop", "start", "readiness", "benchmark"})
+    one_unit = False
+
+    def make_host(self) -> Host:
+        return Host.objects.create(name=unique("gpu"), address="localhost", transport="local")
+
+    def profile_data(self, name: str) -> dict[str, Any]:
+        return baseline(name=name, **FAST)
+
+    def supported(self, fault: str, cancel_at: str) -> tuple[str, str]:
+        """(fault, cancel_at) as this side can cause them ("" where it cannot)."""
+        if fault not in self.faults or (fault == "cancel" and cancel_at not in self.cancel_points):
+            return "", ""
+        return fault, cancel_at if fault == "cancel" else ""
+
+    def close(self, unit_names: list[str]) -> None:
+        pass
+
     def connect(self, host: Host) -> Transport:
         return UnitHostTransport(self.host)
 
@@ -186,6 +217,7 @@ def use_local_side(monkeypatch: pytest.MonkeyPatch, side: LocalSide) -> LocalSid
 
 
 __all__ = [
+    "FAST",
     "LocalSide",
     "UnitRow",
     "host_page_units",
