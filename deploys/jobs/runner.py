@@ -336,7 +336,14 @@ def _host_state(ctx: DeployContext) -> str:
     finally:
         transport.command_log.take()
     request = ctx.request
-    record_read(host=ctx.host, unit_name=request.unit_name, data=text, step="end", request=request)
+    _bookkeeping(
+        record_read,
+        host=ctx.host,
+        unit_name=request.unit_name,
+        data=text,
+        step="end",
+        request=request,
+    )
     sha = "" if text is None else sha256_hex(text)
     if text is None:
         which = "no unit file"
@@ -353,6 +360,16 @@ def _host_state(ctx: DeployContext) -> str:
     return f"{ctx.unit} on {ctx.host.name}: {active}{ready}; its file is {which}"
 
 
+def _bookkeeping(record: Callable[..., Any], **kwargs: Any) -> Any:
+    """What runs where (`deploys.running`): recorded and named for the final event, but a
+    failure there never keeps the job from finishing."""
+    try:
+        return record(**kwargs)
+    except Exception:
+        log.exception("recording what runs on %s failed", kwargs.get("host"))
+        return None
+
+
 def _finish(ctx: DeployContext, outcome: JobOutcome, host_state: str) -> str:
     """running → the final status, audited, if the request is still `running`.
 
@@ -360,6 +377,7 @@ def _finish(ctx: DeployContext, outcome: JobOutcome, host_state: str) -> str:
     expired (a worker stalled past its lease). That decision stands, and no second final
     event contradicting it is written; the status it set is returned.
     """
+    on_host = _bookkeeping(on_host_payload, host=ctx.host, unit_name=ctx.request.unit_name) or {}
     with transaction.atomic():
         finished = DeployRequest.objects.filter(pk=ctx.request.pk, status=Status.RUNNING).update(
             status=outcome.status,
@@ -377,7 +395,7 @@ def _finish(ctx: DeployContext, outcome: JobOutcome, host_state: str) -> str:
                     "status": str(outcome.status),
                     "reason": outcome.reason[:4000],
                     "host_state": host_state,
-                    **on_host_payload(host=ctx.host, unit_name=ctx.request.unit_name),
+                    **on_host,
                 },
             )
     if not finished:
