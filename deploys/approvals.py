@@ -13,7 +13,8 @@ from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from deploys.job_settings import changed_labels, job_settings, settings_sha256
-from deploys.models import DeployRequest, PushedUnit
+from deploys.models import DeployRequest
+from deploys.running import versions_by_sha
 from deploys.selectors import latest_version_number, rendered_text, sha256_hex
 from units.models import ProfileVersion
 
@@ -101,21 +102,13 @@ def approval_problems(*, request: DeployRequest, now: datetime | None = None) ->
 
 
 def running_version_number(request: DeployRequest) -> int | None:
-    """The number of the request's profile version that the host runs now under the
-    request's unit name (the last `PushedUnit` there), or None: none of this profile's
-    versions was pushed there, so every version is new to the host."""
-    pushed = (
-        PushedUnit.objects.filter(host_id=request.host_id, unit_name=request.unit_name)
-        .exclude(request_id=request.pk)
-        .order_by("-pushed_at", "-pk")
-        .values("request__profile_version__profile_id", "request__profile_version__number")
-        .first()
-    )
-    if pushed is None or pushed["request__profile_version__profile_id"] != (
-        request.profile_version.profile_id
-    ):
-        return None
-    return pushed["request__profile_version__number"]
+    """The number of the request's profile version that the host ran under the request's
+    unit name when it was requested (the text read then, named by `deploys.running`: the
+    newest version of this profile that text is), or None: the host had none of this
+    profile's versions there, so every version is new to the host."""
+    versions = versions_by_sha([request.host_unit_sha256]).get(request.host_unit_sha256, ())
+    mine = [v.number for v in versions if v.profile_id == request.profile_version.profile_id]
+    return max(mine, default=None)
 
 
 def _versions_brought(request: DeployRequest) -> list[ProfileVersion]:

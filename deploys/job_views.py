@@ -22,6 +22,7 @@ from deploys import selectors
 from deploys.ids import row_id
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
 from deploys.permissions import CANCEL_JOB, CHANGE_HOST, REQUEST_DEPLOY, VIEW_HOST, VIEW_REQUEST
+from deploys.running import units_on_host
 from deploys.services.deploy_requests import RequestNotPending
 from deploys.services.unit_requests import (
     deploy_job_cancel,
@@ -145,13 +146,10 @@ def request_withdraw(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def deployed_units_context(host: Host, user: Any) -> dict[str, Any]:
-    """The units specadmin deployed on `host`, each with what it can be rolled back to."""
-    units = [
-        {"push": push, "targets": selectors.rollback_targets(host=host, unit_name=push.unit_name)}
-        for push in selectors.deployed_units(host=host)
-    ]
+    """What runs on `host`, unit by unit, each with what it can be rolled back to
+    (`deploys.running`)."""
     return {
-        "deployed_units": units,
+        "deployed_units": units_on_host(host=host),
         "can_request": user.has_perm(REQUEST_DEPLOY) and not host.archived,
         "can_set_restarts": user.has_perm(CHANGE_HOST) and user.has_perm("deploys.add_host"),
     }

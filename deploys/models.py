@@ -180,7 +180,11 @@ class DeployRequest(models.Model):
             ("approve_deployrequest", "Can approve or reject deploy requests"),
             ("cancel_deployrequest", "Can cancel queued or running deploy jobs"),
         ]
-        indexes = [models.Index(fields=["status", "expires_at"])]
+        indexes = [
+            models.Index(fields=["status", "expires_at"]),
+            # deploys.running: which versions a text on a host is, by its sha256
+            models.Index(fields=["unit_sha256"]),
+        ]
 
     @property
     def status_label(self) -> str:
@@ -281,6 +285,38 @@ class PushedUnit(models.Model):
 
     class Meta:
         ordering = ["-pushed_at"]
+        # deploys.running: the last push of each unit on a host; where a text was pushed
+        indexes = [
+            models.Index(fields=["host", "unit_name", "pushed_at"]),
+            models.Index(fields=["sha256"]),
+        ]
+
+
+class UnitReading(models.Model):
+    """What specadmin found in a unit file on a host when it last read it: its sha256
+    ("" when there was no file), when, and which job step or probe read it. The pushes
+    record what they wrote (`PushedUnit`); these rows are the reads (a job's end, a probe,
+    a request page), so "what runs on H as U" is the newer of the two (`deploys.running`).
+    """
+
+    host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="unit_readings")
+    unit_name = models.CharField(max_length=247)
+    sha256 = models.CharField(max_length=64, blank=True)
+    read_at = models.DateTimeField()
+    request = models.ForeignKey(
+        DeployRequest, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    step = models.CharField(max_length=60)
+
+    class Meta:
+        ordering = ["-read_at", "-pk"]
+        indexes = [
+            models.Index(fields=["host", "unit_name", "read_at"]),
+            models.Index(fields=["sha256"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.unit_name}.service on {self.host_id}: {self.sha256[:12] or 'absent'}"
 
 
 class UnitAdoption(models.Model):

@@ -271,39 +271,6 @@ def deployable_versions() -> QuerySet[ProfileVersion]:
     )
 
 
-@dataclass(frozen=True)
-class Deployment:
-    """A host runs `version` of a profile as `unit_name` since `since`."""
-
-    host: Host
-    unit_name: str
-    version: ProfileVersion
-    since: Any  # datetime of the push
-
-
-def profile_deployments(*, profile: Any) -> list[Deployment]:
-    """Where each version of `profile` runs now: the last unit pushed to a host under each
-    name, when a succeeded deploy of this profile pushed it (a later push of another
-    profile under the same name replaced it). Newest version first; archived hosts left
-    out."""
-    last_push = (
-        PushedUnit.objects.filter(host=OuterRef("host"), unit_name=OuterRef("unit_name"))
-        .order_by("-pushed_at", "-pk")
-        .values("pk")[:1]
-    )
-    pushes = (
-        PushedUnit.objects.filter(
-            pk=Subquery(last_push),
-            request__profile_version__profile=profile,
-            request__status=DeployRequest.Status.SUCCEEDED,
-            host__archived=False,
-        )
-        .select_related("host", "request__profile_version")
-        .order_by("-request__profile_version__number", "host__name", "unit_name")
-    )
-    return [Deployment(p.host, p.unit_name, p.request.profile_version, p.pushed_at) for p in pushes]
-
-
 def latest_version_number(*, profile_id: int) -> int | None:
     return (
         ProfileVersion.objects.filter(profile_id=profile_id)
@@ -357,24 +324,6 @@ def deployed_units(*, host: Host) -> list[PushedUnit]:
     names = PushedUnit.objects.filter(host=host).values_list("unit_name", flat=True).distinct()
     found = [deployed_unit(host=host, unit_name=name) for name in sorted(set(names))]
     return [p for p in found if p is not None]
-
-
-def rollback_targets(*, host: Host, unit_name: str) -> list[PushedUnit]:
-    """Earlier texts specadmin pushed as this unit on this host (newest first, one per
-    text), other than the one there now: what a rollback request can go back to."""
-    current = deployed_unit(host=host, unit_name=unit_name)
-    seen = {current.sha256} if current else set()
-    targets = []
-    for push in (
-        PushedUnit.objects.filter(host=host, unit_name=unit_name, request__isnull=False)
-        .exclude(text="")
-        .select_related("request__profile_version__profile")
-        .order_by("-pushed_at", "-pk")
-    ):
-        if push.sha256 not in seen:
-            seen.add(push.sha256)
-            targets.append(push)
-    return targets
 
 
 def queue_position(*, request: DeployRequest) -> int | None:
@@ -446,7 +395,6 @@ __all__ = [
     "queue_position",
     "read_host_unit",
     "rendered_text",
-    "rollback_targets",
     "unit_diff",
     "unit_for_host",
     "unit_path",

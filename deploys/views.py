@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from deploys import approvals, existing_units, job_settings, selectors
+from deploys import approvals, existing_units, job_settings, running, selectors
 from deploys.existing_units import ExistingUnit, UnitFile, shadowed_diff
 from deploys.forms import (
     DecisionForm,
@@ -474,6 +474,12 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "findings": findings,
             "unit_text": shown(deploy.unit_text),
             "loaded_files": _loaded_files(loaded, shown),
+            "unit_is": running.text_of(
+                host=deploy.host, unit_name=deploy.unit_name, sha=deploy.unit_sha256
+            ),
+            "host_unit_was": running.text_of(
+                host=deploy.host, unit_name=deploy.unit_name, sha=deploy.host_unit_sha256
+            ),
             **job_context(deploy, user),
             "overdue": overdue,
             "own": own,

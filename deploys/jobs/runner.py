@@ -52,6 +52,7 @@ from deploys.jobs.steps import Outcome, StepResult
 from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.probe import probe_host
+from deploys.running import known_unit_names, on_host_payload, record_read
 from deploys.selectors import host_probe_executables
 from deploys.services.hosts import host_record_probe, host_record_probe_error
 from deploys.transports import Transport, TransportError
@@ -381,6 +382,14 @@ def _host_state(job: _Job) -> str:
     finally:
         transport.command_log.take()
     request = ctx.request
+    _bookkeeping(
+        record_read,
+        host=ctx.host,
+        unit_name=request.unit_name,
+        data=text,
+        step="end",
+        request=request,
+    )
     sha = "" if text is None else sha256_hex(text)
     if text is None:
         which = "no unit file"
@@ -397,6 +406,16 @@ def _host_state(job: _Job) -> str:
     return f"{ctx.unit} on {ctx.host.name}: {active}{ready}; its file is {which}"
 
 
+def _bookkeeping(record: Callable[..., Any], **kwargs: Any) -> Any:
+    """What runs where (`deploys.running`): recorded and named for the final event, but a
+    failure there never keeps the job from finishing."""
+    try:
+        return record(**kwargs)
+    except Exception:
+        log.exception("recording what runs on %s failed", kwargs.get("host"))
+        return None
+
+
 def _finish(ctx: JobContext, outcome: JobOutcome, host_state: str) -> str:
     """running → the final status, audited, if the request is still `running`.
 
@@ -404,6 +423,7 @@ def _finish(ctx: JobContext, outcome: JobOutcome, host_state: str) -> str:
     expired (a worker stalled past its lease). That decision stands, and no second final
     event contradicting it is written; the status it set is returned.
     """
+    on_host = _bookkeeping(on_host_payload, host=ctx.host, unit_name=ctx.request.unit_name) or {}
     with transaction.atomic():
         finished = DeployRequest.objects.filter(pk=ctx.request.pk, status=Status.RUNNING).update(
             status=outcome.status,
@@ -421,6 +441,7 @@ def _finish(ctx: JobContext, outcome: JobOutcome, host_state: str) -> str:
                     "status": str(outcome.status),
                     "reason": clip_text(outcome.reason, 4000),
                     "host_state": clip_text(host_state, 4000),
+                    **on_host,
                 },
             )
     if not finished:
@@ -573,7 +594,10 @@ def run_probe(
     try:
         with connect(host) as transport:
             facts = probe_host(
-                host=host, transport=transport, vllm_executables=host_probe_executables(host=host)
+                host=host,
+                transport=transport,
+                vllm_executables=host_probe_executables(host=host),
+                unit_names=known_unit_names(host=host),
             )
     except Exception as exc:  # every failure is a recorded probe error, never "queued" for ever
         if not isinstance(exc, TransportError):

@@ -197,13 +197,10 @@ def preflight(ctx: JobContext, rec: Recorder) -> StepResult:
 
 
 def _unit_profile_data(ctx: JobContext) -> dict[str, Any]:
-    """The profile data whose rendering is the request's unit text (a rollback's target
-    push was made from an earlier version)."""
-    target = ctx.request.rollback_to
-    source = ctx.request
-    if target is not None and target.request is not None:
-        source = target.request
-    data: dict[str, Any] = source.profile_version.data
+    """The profile data whose rendering is the request's unit text: a rollback request is
+    about the version its text is (`deploys.running.version_of_text`), not about the job
+    that last pushed that text."""
+    data: dict[str, Any] = ctx.request.profile_version.data
     return data
 
 

@@ -29,6 +29,7 @@ from deploys.job_settings import job_settings, settings_sha256
 from deploys.jobs import queue
 from deploys.models import DeployRequest, Host
 from deploys.permissions import APPROVE_DEPLOY, REQUEST_DEPLOY, require
+from deploys.running import record_read, versions_by_sha
 from deploys.selectors import (
     MAX_UNIT_BYTES,
     DeployPreview,
@@ -215,6 +216,10 @@ def deploy_request_create(
             requested_by=requested_by,
             expires_at=now + approval_ttl(),
         )
+        record_read(
+            host=host, unit_name=unit_name, data=preview.host_unit, step="request", request=request
+        )
+        replaced = versions_by_sha([preview.host_unit_sha256]).get(preview.host_unit_sha256, ())
         _audit(
             AuditKind.DEPLOY_REQUESTED,
             requested_by,
@@ -226,6 +231,7 @@ def deploy_request_create(
                 "job_settings": settings,
                 "host_unit_sha256": preview.host_unit_sha256,
                 "host_loaded_from": [f.path for f in existing.files],
+                "host_unit_versions": [str(v) for v in replaced],
                 "lint_systemd_version": unit.systemd_version,
                 "lint_vllm_version": unit.vllm_version,
                 "warnings": [f["code"] for f in unit.warnings],

@@ -23,6 +23,7 @@ from deploys.executables import plain_path_problem
 from deploys.jobs import queue
 from deploys.models import DeployRequest, Host
 from deploys.permissions import ADD_HOST, CHANGE_HOST, REQUEST_DEPLOY, require
+from deploys.running import on_host_list, record_probe
 from deploys.transports import TransportError
 from deploys.transports.bounds import STORED_STRING_CHARS, clip_json, clip_text
 from deploys.transports.ssh import HostKeyInfo, fingerprint_sha256, parse_pinned_key
@@ -395,6 +396,7 @@ def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) 
         host.gpu_count = facts.get("gpu_count")
         host.gpus = clip_json(list(facts.get("gpus") or []), 200)
         host.managed_units = clip_json(list(facts.get("managed_units") or []), 300)
+        record_probe(host=host, files=clip_json(list(facts.get("unit_files") or []), 300))
         host.probed_at = timezone.now()
         host.probe_error = clip_text("\n".join(errors))
         host.probe_queued_at = None
@@ -419,6 +421,9 @@ def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) 
                 "vllm_version": host.vllm_version,
                 "gpu_count": host.gpu_count,
                 "managed_units": [u.get("name", "") for u in host.managed_units],
+                "on_host": on_host_list(
+                    host=host, unit_names=[f["name"] for f in facts.get("unit_files") or []]
+                ),
                 "errors": errors,
             },
         )

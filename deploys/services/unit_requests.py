@@ -26,6 +26,7 @@ from deploys.job_settings import job_settings, settings_sha256
 from deploys.jobs import queue
 from deploys.models import DeployRequest, Host, PushedUnit
 from deploys.permissions import CANCEL_JOB, CHANGE_HOST, REQUEST_DEPLOY, require
+from deploys.running import record_read, version_names, version_of_text, versions_by_sha
 from deploys.selectors import (
     MAX_UNIT_BYTES,
     deployed_unit,
@@ -40,6 +41,7 @@ from deploys.transports.push import sha256_hex
 from linting.findings import Severity
 from linting.options import LintOptions
 from units.linting import lint_rendered
+from units.models import ProfileVersion
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser as User
@@ -88,10 +90,9 @@ def _check_host(host: Host) -> None:
         raise ValidationError({"host": [f"The host key of {host.name} is not pinned yet."]})
 
 
-def _lint(text: str, unit_name: str, push: PushedUnit, host: Host) -> list[dict]:
+def _lint(text: str, unit_name: str, version: ProfileVersion, host: Host) -> list[dict]:
     """Findings of `text` for the host's versions (errors block, as for a deploy)."""
-    assert push.request is not None
-    systemd, vllm, _ = lint_versions(profile_version=push.request.profile_version, host=host)
+    systemd, vllm, _ = lint_versions(profile_version=version, host=host)
     options = dataclasses.replace(LintOptions(), systemd_version=systemd, vllm_version=vllm)
     name = f"{unit_name}.service"
     report = lint_rendered(text, name, name, options)
@@ -104,12 +105,22 @@ def _lint(text: str, unit_name: str, push: PushedUnit, host: Host) -> list[dict]
     return [finding_json(f) for f in report.findings]
 
 
+def _version_of(sha: str, push: PushedUnit) -> ProfileVersion:
+    """The profile version a request about the text `sha` is about (`deploys.running`):
+    the version(s) that text is, not the job that last wrote it (a rollback's push was
+    written by the job of the version that failed). A text that is no version keeps the
+    version of the job that wrote it."""
+    assert push.request is not None
+    prefer = push.request.profile_version
+    return version_of_text(sha, prefer=prefer) or prefer
+
+
 def _create(
     *,
     kind: str,
     host: Host,
     unit_name: str,
-    push: PushedUnit,
+    version: ProfileVersion,
     text: str,
     live: bytes,
     requested_by: User,
@@ -117,17 +128,19 @@ def _create(
     now: datetime,
     rollback_to: PushedUnit | None = None,
 ) -> DeployRequest:
-    assert push.request is not None
     live_text = live.decode("utf-8", "replace").replace("\0", "\ufffd")
-    settings = job_settings(profile_version=push.request.profile_version)
+    unit_sha = sha256_hex(text.encode("utf-8"))
+    named = versions_by_sha([unit_sha, sha256_hex(live)])
+    # The job runs with the settings of the version its text is (the approval covers them).
+    settings = job_settings(profile_version=version)
     with transaction.atomic():
         request = DeployRequest.objects.create(
             kind=kind,
-            profile_version=push.request.profile_version,
+            profile_version=version,
             host=host,
             unit_name=unit_name,
             unit_text=text,
-            unit_sha256=sha256_hex(text.encode("utf-8")),
+            unit_sha256=unit_sha,
             host_unit_text=live_text,
             host_unit_sha256=sha256_hex(live),
             lint_findings=findings,
@@ -138,6 +151,7 @@ def _create(
             expires_at=now + approval_ttl(),
             rollback_to=rollback_to,
         )
+        record_read(host=host, unit_name=unit_name, data=live, step="request", request=request)
         _audit(
             AuditKind.DEPLOY_REQUESTED,
             requested_by,
@@ -148,6 +162,9 @@ def _create(
                 "host_unit_sha256": request.host_unit_sha256,
                 "job_settings": settings,
                 "rollback_to_push": rollback_to.pk if rollback_to else None,
+                "version": version.number,
+                "unit_versions": [str(v) for v in named.get(unit_sha, ())],
+                "host_unit_versions": [str(v) for v in named.get(sha256_hex(live), ())],
                 "expires_at": request.expires_at.isoformat(),
             },
         )
@@ -212,7 +229,7 @@ def _as_it_is_on_the_host(
         kind=kind,
         host=host,
         unit_name=unit_name,
-        push=push,
+        version=_version_of(sha256_hex(live), push),
         text=live.decode("utf-8", "replace"),
         live=live,
         requested_by=requested_by,
@@ -224,22 +241,30 @@ def _as_it_is_on_the_host(
 def rollback_request_create(
     *, host: Host, to: PushedUnit, requested_by: User, now: datetime | None = None
 ) -> DeployRequest:
-    """Request "put back the unit of that earlier push" (deploys.selectors.rollback_targets)."""
+    """Request "put back the text of that earlier push" (`deploys.running.rollback_choices`):
+    the request is about the profile version that text is, whichever job wrote it."""
     require(requested_by, REQUEST_DEPLOY, "request rollbacks")
     _check_host(host)
     if to.host_id != host.pk or not to.text or to.request is None:
         raise ValidationError("That is not an earlier deployed version of a unit on this host.")
     unit_name = to.unit_name
-    current = _deployed(host, unit_name)
-    if current.sha256 == to.sha256:
-        raise ValidationError(f"{host.name} already runs that version of {unit_name}.service.")
+    _deployed(host, unit_name)
+    version = version_of_text(to.sha256, prefer=to.request.profile_version)
+    if version is None:
+        raise ValidationError(
+            f"That text of {unit_name}.service is no profile version (sha256 {to.sha256[:12]}…): "
+            "request a deploy of a version instead."
+        )
     live = _live_unit(host, unit_name)
-    findings = _lint(to.text, unit_name, to, host)
+    if sha256_hex(live) == to.sha256:
+        named = version_names(versions_by_sha([to.sha256]).get(to.sha256, ()))
+        raise ValidationError(f"{host.name} already runs {named} as {unit_name}.service.")
+    findings = _lint(to.text, unit_name, version, host)
     return _create(
         kind=Kind.ROLLBACK,
         host=host,
         unit_name=unit_name,
-        push=to,
+        version=version,
         text=to.text,
         live=live,
         requested_by=requested_by,

@@ -8,12 +8,13 @@ from typing import Any
 
 from django import template
 
-from deploys.selectors import profile_deployments as deployments_of
+from deploys.running import profile_deployments as deployments_of
 
 register = template.Library()
 
 
 @register.inclusion_tag("deploys/_profile_deployments.html")
 def profile_deployments(profile: Any) -> dict[str, Any]:
-    """Which hosts run which version of `profile` now."""
+    """Which hosts run which version of `profile` now, and the versions that failed,
+    regressed or are last known good on a host (`deploys.running`)."""
     return {"deployments": deployments_of(profile=profile), "profile": profile}

@@ -305,6 +305,12 @@ def scripted(**overrides: Any) -> ScriptedTransport:
             " the profile, not this file.\n",
             "",
         ),
+        # deploys.running: the sha256 of every unit file the probe knows of
+        "sha256sum --": (
+            1,
+            f"{'ab' * 32}  /etc/systemd/system/vllm-a.service\n",
+            "sha256sum: /etc/systemd/system/vllm-gone.service: No such file or directory\n",
+        ),
     }
     answers.update(overrides.pop("answers", {}))
     gpus = [
@@ -316,13 +322,22 @@ def scripted(**overrides: Any) -> ScriptedTransport:
 
 def test_probe_reads_versions_gpus_and_managed_units(host: Host) -> None:
     t = scripted()
-    facts = probe_host(host=host, transport=t, vllm_executables=["/opt/vllm/bin/vllm"])
+    facts = probe_host(
+        host=host,
+        transport=t,
+        vllm_executables=["/opt/vllm/bin/vllm"],
+        unit_names=["vllm-gone"],
+    )
     assert facts["systemd_version"] == 252
     assert facts["vllm_version"] == "0.16.0"
     assert facts["gpu_count"] == 2
     assert [g["index"] for g in facts["gpus"]] == [0, 1]
     assert facts["gpus"][1]["memory_free_mib"] == 142771
     assert facts["managed_units"] == [{"name": "vllm-a.service", "profile": "vllm-a"}]
+    assert facts["unit_files"] == [
+        {"name": "vllm-a.service", "sha256": "ab" * 32},
+        {"name": "vllm-gone.service", "sha256": ""},
+    ]
     assert facts["errors"] == []
     find = next(argv for argv in t.ran if argv[0] == "find")
     assert find[-2:] == ["{}", "+"]  # argv, no shell glob or pipeline

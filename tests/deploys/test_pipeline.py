@@ -29,6 +29,7 @@ from deploys.jobs import queue, runner
 from deploys.jobs.lease import lease_seconds, wait_seconds
 from deploys.jobs.steps import StepResult
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
+from deploys.running import rollback_choices, unit_on_host
 from deploys.services.deploy_requests import (
     RequestNotPending,
     deploy_request_approve,
@@ -431,7 +432,8 @@ def test_rollback_request_puts_an_earlier_deployed_version_back(
     first = deploy(site, pair, double_profile())
     second = run(new_version(first, pair, environment={"V": "2"}))
     assert second.status == "succeeded"
-    [target] = selectors.rollback_targets(host=site, unit_name=first.unit_name)
+    [choice] = rollback_choices(host=site, unit_name=first.unit_name)
+    target = choice.push
     assert target.sha256 == first.unit_sha256
 
     back = rollback_request_create(host=site, to=target, requested_by=pair[0])
@@ -440,6 +442,10 @@ def test_rollback_request_puts_an_earlier_deployed_version_back(
 
     assert back.status == "succeeded", back.status_reason
     assert gpuhost.read_file(f"{UNIT_DIR}/{first.unit_name}.service") == first.unit_text
+    # The host runs v1's text again, and everything says so (deploys.running).
+    unit = unit_on_host(host=site, unit_name=first.unit_name)
+    assert unit is not None and unit.text.versions == (first.profile_version,)
+    assert unit.seen.step == "end" and unit.seen.request_id == back.pk
     assert dict(steps(back))["benchmark"] == "skipped"
     assert unit_state(gpuhost, first)["ActiveState"] == "active"
 

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from deploys.models import DeployRequest, Host, PushedUnit
-from deploys.selectors import profile_deployments
+from deploys.running import profile_deployments
 from tests.deploys.helpers import People, fake_host_key
 from tests.units.factories import baseline
 from units.models import ServiceProfile
@@ -60,7 +60,8 @@ def test_each_host_shows_the_version_it_runs_now(
         make_request(profile_version=intruder.versions.get(), host=other, unit_name=profile.name)
     )
     found = [
-        (d.version.number, d.host.name, d.unit_name) for d in profile_deployments(profile=profile)
+        (d.version.number, d.host.name, d.unit_name)
+        for d in profile_deployments(profile=profile).running
     ]
     assert found == [(2, "gpu-a", profile.name)]
 
