@@ -17,6 +17,7 @@ KNOWN_KEYS = {
     "env-files",
     "script-roots",
     "same-host",
+    "preview",
 }
 
 

@@ -13,6 +13,7 @@ from linting.context import RunContext, ShellCheckJob, UnitContext
 from linting.findings import Finding, Hit
 from linting.options import LintOptions
 from linting.report import CommandInfo, FileReport, InputError, Report, VersionInfo
+from linting.rules.codes import PREVIEW
 from linting.rules.registry import Rule, all_rules, selected
 from linting.shell.shellcheck import ShellCheckPool
 from linting.spans import Span
@@ -129,7 +130,7 @@ def _lint(units: Iterable[UnitFile], options: LintOptions, expected: int) -> Rep
     runs the Python rules while ShellCheck is still busy. The scripts still waiting when
     the first pass ends are dealt out in shrinking batches (`ShellCheckPool.finish`), so
     that no core sits idle at the end."""
-    rules = [r for r in all_rules() if _active(r.code, options)]
+    rules = [r for r in all_rules() if _active(r.code, options) and _released(r, options)]
     shellcheck = options.shellcheck and any(r.code == "SC" for r in rules)
     pool = ShellCheckPool(expected=expected) if shellcheck else None
     with pool or nullcontext():
@@ -226,6 +227,14 @@ def finding(rule: Rule, ctx: UnitContext, hit: Hit) -> Finding:
         fix=hit.fix,
         data=hit.data or {},
     )
+
+
+def _released(rule: Rule, options: LintOptions) -> bool:
+    """A rule in preview runs only with `--preview`, or when --select names its code
+    exactly (as ruff's preview rules)."""
+    if rule.status is not PREVIEW or options.preview:
+        return True
+    return rule.code in (p.upper() for p in options.select)
 
 
 def _active(code: str, options: LintOptions) -> bool:

@@ -23,6 +23,8 @@ class LintOptions:
     ignore: tuple[str, ...] = ()
     fail_on: Severity = Severity.ERROR
     shellcheck: bool = True
+    # Rules in preview (linting/rules/codes.py) run too; else only when --select names one.
+    preview: bool = False
     host_facts: HostFacts | None = None
     # Local copies of files units name on their host: HOST_PATH -> LOCAL_PATH
     # (`--env-file`), directories that mirror the host's `/` (`--script-root`), and the
