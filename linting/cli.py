@@ -121,6 +121,16 @@ def build_parser(prog: str = "lintunits") -> argparse.ArgumentParser:
         "repeatable); units of one directory always count as one machine",
     )
     p.add_argument(
+        "--user-unit",
+        action="append",
+        nargs="?",
+        const="*",
+        default=None,
+        metavar="PATHS",
+        help="units run by `systemctl --user` (comma-separated files, directories or globs; "
+        "none: every unit): %%h is that user's home, %%u their name, nothing runs as root",
+    )
+    p.add_argument(
         "--preview",
         action="store_true",
         default=None,
@@ -176,6 +186,10 @@ def _options(args: argparse.Namespace, config: dict) -> tuple[LintOptions, str]:
             for group in args.same_host or ()
         )
         + tuple(tuple(group) for group in config.get("same-host", ())),
+        user_units=tuple(
+            p.strip() for entry in args.user_unit or () for p in entry.split(",") if p.strip()
+        )
+        + tuple(config.get("user-units", ())),
         systemd_version=int(systemd_version) if systemd_version is not None else None,
         vllm_version=args.vllm_version,
         vllm_version_default=str(configured_vllm) if configured_vllm is not None else None,

@@ -34,6 +34,9 @@ class LintOptions:
     trees: tuple[str, ...] = ()
     # Units that run on one machine (`--same-host`), beside those of one directory.
     same_host: tuple[tuple[str, ...], ...] = ()
+    # Units run by a user's own manager (`--user-unit`; `*` is every unit), beside those
+    # the linter recognises itself (linting/user_units.py).
+    user_units: tuple[str, ...] = ()
 
     @property
     def file_finder(self) -> FileFinder:

@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from linting.context import UnitContext
 from linting.engine import lint_paths
 from linting.findings import Finding
 from linting.fixes import fixed_texts
 from linting.options import LintOptions
 from linting.rules.registry import Rule
+from linting.unitfile import parse_text
 
 CASES = Path(__file__).with_name("rule_cases")
 DEFAULT_PATH = "vllm.service"
@@ -38,6 +40,8 @@ class Case:
     options: dict[str, Any] = field(default_factory=dict)
     findings: tuple[dict[str, Any], ...] = ()
     fixed: dict[str, str] | None = None
+    # The argv of every command of the fixed unit: what the finding says the author meant.
+    argv: tuple[tuple[str, ...], ...] | None = None
 
     @property
     def id(self) -> str:
@@ -63,6 +67,7 @@ def load_cases(code: str) -> tuple[dict[str, Any], list[Case]]:
                     raw.get("options", {}),
                     tuple(raw.get("findings", ())),
                     fixed,
+                    tuple(tuple(a) for a in raw["argv"]) if "argv" in raw else None,
                 )
             )
     return data.get("doc", {}), cases
@@ -125,6 +130,14 @@ def expected_findings(case: Case) -> list[dict[str, Any]]:
 
 def fixed_files(root: Path, findings: list[Finding], texts: dict[str, str]) -> dict[str, str]:
     return {str(Path(p).relative_to(root)): t for p, t in fixed_texts(findings, texts).items()}
+
+
+def commands_and_environment(
+    text: str, path: str, options: LintOptions
+) -> tuple[list[tuple[str, ...]], dict[str, str]]:
+    """The Exec model of one unit text: every command's argv, and what ExecStart= sees."""
+    ctx = UnitContext(parse_text(text, path), options)
+    return [tuple(c.argv) for c in ctx.commands], ctx.exec_environment("ExecStart")
 
 
 def doc_runs(rule: Rule, section: str) -> list[dict[str, str]]:

@@ -14,6 +14,7 @@ from linting.rules.registry import all_rules, get_rule
 from tests.linting.rule_cases import (
     CASES,
     Case,
+    commands_and_environment,
     doc_runs,
     expected_findings,
     fixed_files,
@@ -48,8 +49,26 @@ def test_rule_case(case: Case, tmp_path: Path) -> None:
         assert got == []
     else:
         assert got == expected_findings(case)
-    if case.fixed is not None:
-        assert fixed_files(tmp_path, of_rule(case.code, findings), texts) == case.fixed
+    # no `fixed`: no fix may be offered (a fix is only where the meaning is shown)
+    assert fixed_files(tmp_path, of_rule(case.code, findings), texts) == (case.fixed or {})
+    if case.argv is not None:
+        assert case.fixed is not None and len(case.fixed) == 1, "argv is for one fixed unit"
+        ((name, text),) = case.fixed.items()
+        options = options_for(case.code, case.options)
+        path = str(tmp_path / name)
+        argv, environment = commands_and_environment(text, path, options)
+        assert tuple(argv) == case.argv, "the fixed unit runs something else than meant"
+        before = commands_and_environment(case.files[name], path, options)[1]
+        assert environment == before, "a fix must not change the environment"
+
+
+def test_every_fixable_rule_has_a_fixed_case_with_the_argv_it_means() -> None:
+    for code in LIVE:
+        rule = get_rule(code)
+        if rule is None or rule.fix == "none":
+            continue
+        cases = load_cases(code)[1]
+        assert any(c.fixed and c.argv for c in cases), f"{code}: no case pins its fix's argv"
 
 
 @pytest.mark.parametrize("code", LIVE)
