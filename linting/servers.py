@@ -27,6 +27,7 @@ from linting.vllm.version import (
     resolve_version,
     version_in_image,
     version_in_path,
+    version_in_text,
 )
 
 if TYPE_CHECKING:
@@ -142,12 +143,27 @@ def wrapper_scripts(ctx: UnitContext) -> list[WrapperScript]:
 
 def _version(ctx: UnitContext, shown: tuple[str, str] | None) -> VllmVersion:
     options = ctx.options
+    if shown is None:
+        shown = _unit_pin(ctx)
     return resolve_version(
         explicit=options.vllm_version,
         shown=shown,
         configured=options.vllm_version_default,
         pinned=project_pin(ctx.unit.path, options.trees),
     )
+
+
+def _unit_pin(ctx: UnitContext) -> tuple[str, str] | None:
+    """A `vllm==X` an Exec line of the unit installs or runs (before assuming the newest)."""
+    for cmd in ctx.commands:
+        if "==" in cmd.assignment.value.text:
+            release = version_in_text(" ".join(cmd.argv))
+            if release:
+                return (
+                    release,
+                    f"the pin vllm=={release} in {cmd.key}= (line {cmd.assignment.line})",
+                )
+    return None
 
 
 def _direct(

@@ -54,7 +54,9 @@ def test_host_inside_a_bash_array_is_seen(tmp_path: Path) -> None:
     assert [f.split(" ", 1)[0] for f in found] == ["VL323:6"]
     unit = tmp_path / "vllm.service"
     unit.write_text("[Service]\nExecStart=/opt/start.sh\n", encoding="utf-8")
-    options = LintOptions(shellcheck=False, select=("OP410",), script_roots=(str(tmp_path / "host"),))
+    options = LintOptions(
+        shellcheck=False, select=("OP410",), script_roots=(str(tmp_path / "host"),)
+    )
     [finding] = lint_paths([str(unit)], options).findings
     assert "--host binds every interface" in finding.message
     assert finding.span.start.line == 3  # where the array names it
@@ -90,7 +92,7 @@ def test_env_i_and_launchers_with_a_double_dash_are_seen_through() -> None:
 
 def test_a_bash_c_script_with_a_defaulted_interpreter_is_checked() -> None:
     text = USER + (
-        "ExecStart=/bin/bash -lc 'exec \"$${PYTHON:-/opt/vllm/bin/python}\" -m vllm serve "
+        'ExecStart=/bin/bash -lc \'exec "$${PYTHON:-/opt/vllm/bin/python}" -m vllm serve '
         "/models/m --max-model-len 32q'\n"
     )
     [finding] = _codes(text, "VL323")
@@ -122,3 +124,14 @@ def test_the_demo_api_server_has_its_own_small_parser() -> None:
     assert "--api-key" in finding
     openai = text.replace("vllm.entrypoints.api_server", "vllm.entrypoints.openai.api_server")
     assert _codes(openai, "VL320") == []
+
+
+def test_a_pin_in_the_units_own_exec_lines_names_the_release() -> None:
+    text = USER + (
+        "ExecStartPre=/opt/vllm/bin/pip install vllm==0.11.0\n"
+        "ExecStart=/opt/vllm/bin/vllm serve --model /models/m\n"
+    )
+    [finding] = _codes(text, "VL327")
+    assert "vLLM 0.11.0" in finding
+    [server] = _servers(text).vllm_servers
+    assert server.version.source == "the pin vllm==0.11.0 in ExecStartPre= (line 3)"
