@@ -205,7 +205,11 @@ def _without_knock_ons(findings: list[Finding], rules: dict[str, Rule]) -> list[
         f
         for f in findings
         if not any(
-            f.code in codes and f.path == cause.path and _overlap(f.span, cause.span)
+            f.code in codes
+            and any(
+                f.path == path and _overlap(f.span, span)
+                for path, span in ((cause.path, cause.span), *cause.related)
+            )
             for cause, codes in causes
         )
     ]
@@ -226,6 +230,7 @@ def finding(rule: Rule, ctx: UnitContext, hit: Hit) -> Finding:
         path=hit.path or ctx.unit.path,
         fix=hit.fix,
         data=hit.data or {},
+        related=hit.related,
     )
 
 

@@ -96,6 +96,7 @@ RULE_CODES: tuple[RuleCode, ...] = (
     RuleCode("VL330", "VL", "vl.VL330", STABLE),
     RuleCode("VL331", "VL", "vl.VL331", STABLE),
     RuleCode("VL332", "VL", "vl.VL332", STABLE),
+    RuleCode("VL333", "VL", "vl.VL333", STABLE),
     # OP
     RuleCode("OP401", "OP", "op.OP401", STABLE),
     RuleCode("OP402", "OP", "op.OP402", STABLE),
@@ -108,6 +109,12 @@ RULE_CODES: tuple[RuleCode, ...] = (
     RuleCode("OP409", "OP", "op.OP409", STABLE),
     RuleCode("OP410", "OP", "op.OP410", STABLE),
     RuleCode("OP411", "OP", "op.OP411", STABLE),
+    RuleCode("OP412", "OP", "op.OP412", STABLE),
+    RuleCode("OP413", "OP", "op.OP413", STABLE),
+    RuleCode("OP414", "OP", "op.OP414", STABLE),
+    RuleCode("OP415", "OP", "op.OP415", STABLE),
+    RuleCode("OP416", "OP", "op.OP416", STABLE),
+    RuleCode("OP417", "OP", "op.OP417", STABLE),
     # SC
     RuleCode("SC", "SC", "sc.SC", STABLE),
 )
