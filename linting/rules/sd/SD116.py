@@ -63,7 +63,7 @@ def working_directory_refused(ctx: UnitContext) -> Iterator[Hit]:
             path=found.path,
             severity=severity,
         )
-    elif not path_is_normalized(path_simplify(path)):
+    elif not path_is_normalized(path_simplify(path, version=ctx.version)):
         yield Hit(
             value.span(),
             f"WorkingDirectory={written} contains `..` (systemd: path is not normalized): "
