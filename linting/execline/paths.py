@@ -1,12 +1,13 @@
 """Paths as systemd normalises them (src/basic/path-util.c, v252…v257): `path_simplify()`
 drops repeated slashes and `.` components, drops `..` components at the start of an
 absolute path (`/../x` is `/x`: the root's parent is the root; not before
-DROPS_LEADING_DOTDOT) but keeps any other `..` (measured on 252: `//usr/bin/./env` runs `/usr/bin/env`, `/usr/bin/../bin/env` stays as
-written), and stops simplifying at a component longer than NAME_MAX, leaving the rest as
-written (`path_find_first_component()` refuses it); `path_is_normalized()` refuses `..`
-components, and from v257 `path_implies_directory()` refuses a path ending in `/`, `/.` or
-`/..` as an executable (before only a trailing `/`). The vectors of
-src/test/test-path-util.c `TEST(path_simplify)` at v257 are tests/linting/test_paths.py's."""
+DROPS_LEADING_DOTDOT) but keeps any other `..` (measured on 252: `//usr/bin/./env` runs
+`/usr/bin/env`, `/usr/bin/../bin/env` stays as written), and stops simplifying at a
+component longer than NAME_MAX, leaving the rest as written (`path_find_first_component()`
+refuses it); `path_is_normalized()` refuses `..` components, and from v257
+`path_implies_directory()` refuses a path ending in `/`, `/.` or `/..` as an executable
+(before only a trailing `/`). The vectors of src/test/test-path-util.c
+`TEST(path_simplify)` at v257 are tests/linting/test_paths.py's."""
 
 from __future__ import annotations
 
