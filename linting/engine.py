@@ -205,7 +205,7 @@ def _without_knock_ons(findings: list[Finding], rules: dict[str, Rule]) -> list[
         f
         for f in findings
         if not any(
-            f.code in codes
+            _named(f.code, codes)
             and any(
                 f.path == path and _overlap(f.span, span)
                 for path, span in ((cause.path, cause.span), *cause.related)
@@ -213,6 +213,11 @@ def _without_knock_ons(findings: list[Finding], rules: dict[str, Rule]) -> list[
             for cause, codes in causes
         )
     ]
+
+
+def _named(code: str, codes: tuple[str, ...]) -> bool:
+    """Is `code` one of `codes`? `SC` there stands for every ShellCheck code."""
+    return code in codes or ("SC" in codes and code[:2] == "SC" and code[2:].isdigit())
 
 
 def _overlap(a: Span, b: Span) -> bool:

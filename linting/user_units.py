@@ -13,8 +13,9 @@ read as one when:
 - `[Install] WantedBy=default.target` with no `User=` (`default.target` is what user
   units are enabled into; a system service is wanted by `multi-user.target`).
 
-The user is unknown to a linter unless the path names it (`/home/alice/…`): the values are
-then written `<user>` and `/home/<user>`, so messages show a placeholder, not a guess.
+The user is unknown to a linter unless the path names it (`/home/alice/…`): it is then
+written as `user` (uid 1000, home `/home/user`), a stand-in that a shell script can hold
+without changing its syntax (`%h/models` becomes `/home/user/models`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ ALL_UNITS = "*"  # `--user-unit` without a value: every unit of the run
 _USER_DIR = re.compile(r"(^|/)systemd/user/")
 _HOME = re.compile(r"^/home/([a-z_][a-z0-9_.-]*)/")
 _COMMENT = re.compile(r"systemctl\s+--user\b|\.config/systemd/user\b")
-UNKNOWN_USER = "<user>"
+UNKNOWN_USER = "user"
+UNKNOWN_UID = "1000"  # the first uid useradd(8) gives
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ def user_manager(unit: UnitFile, user_units: tuple[str, ...]) -> UserManager | N
     name = home.group(1) if home else UNKNOWN_USER
     return UserManager(
         name=name,
-        uid="<uid>",
+        uid=UNKNOWN_UID,
         home=f"/home/{name}",
         shell="/bin/bash",
         reason=reason,

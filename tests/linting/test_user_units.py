@@ -75,9 +75,9 @@ def test_a_comment_saying_systemctl_user_makes_a_user_unit() -> None:
     text = "# install: systemctl --user enable --now vllm\n[Service]\n" + SERVE
     ctx = _context(text, "deploy/vllm.service")
     assert ctx.user_manager is not None
-    assert ctx.user_manager.name == "<user>"
-    assert ctx.specifiers["h"] == "/home/<user>"
-    assert ctx.specifiers["t"] == "/run/user/<uid>"
+    assert ctx.user_manager.name == "user"
+    assert ctx.specifiers["h"] == "/home/user"
+    assert ctx.specifiers["t"] == "/run/user/1000"
 
 
 def test_host_option_with_percent_h_in_a_user_unit_names_the_users_home() -> None:

@@ -10,7 +10,7 @@ from linting.rules.registry import rule
 from linting.rules.sd._placeholders import placeholder_in
 
 
-@rule("SD116", Severity.ERROR, supersedes=("SD117",))
+@rule("SD116", Severity.ERROR)
 def working_directory_refused(ctx: UnitContext) -> Iterator[Hit]:
     """
     A `WorkingDirectory=` that systemd refuses, or that cannot exist.

@@ -27,6 +27,7 @@ _KNOCK_ONS = (
     "EX204",
     "EX210",
     "OP410",
+    "SC",  # ShellCheck's findings at a placeholder (SC1091 on `source __DIR__/…`)
 )
 # Settings in which systemd expands no `${NAME}` (an envsubst template's are rendered
 # before install); Exec lines only in their executable.
