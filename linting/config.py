@@ -22,6 +22,10 @@ KNOWN_KEYS = {
 }
 
 
+# What the list settings hold, for their error messages.
+_WHAT = {"script-roots": "directories", "user-units": "unit files, directories or globs"}
+
+
 class ConfigError(ValueError):
     pass
 
@@ -61,8 +65,7 @@ def load_config(explicit: str | None = None, start: Path | None = None) -> FileC
         )
     for key in ("select", "ignore", "script-roots", "user-units"):
         if key in section and not _strings(section[key]):
-            what = {"script-roots": "directories", "user-units": "unit files, directories or globs"}
-            what = what.get(key, "rule codes")
+            what = _WHAT.get(key, "rule codes")
             raise ConfigError(f"{path}: [tool.lintunits] {key} must be a list of {what}")
     env_files = section.get("env-files", {})
     if not (isinstance(env_files, dict) and all(isinstance(v, str) for v in env_files.values())):

@@ -131,7 +131,8 @@ def _overbooked(machine: list[_Server]) -> list[tuple[str, list[_Server]]]:
     per set of servers: the largest set on any GPU, every GPU they share named."""
     devices = sorted({d for s in machine if s.gpus for d in s.gpus}, key=_device_order)
     on: dict[frozenset[int], list[str]] = {}
-    for device in devices or [None]:
+    candidates: list[str | None] = list(devices) or [None]
+    for device in candidates:
         members = frozenset(i for i, s in enumerate(machine) if s.gpus is None or device in s.gpus)
         on.setdefault(members, []).append(device if device is not None else "")
     found = []
