@@ -14,7 +14,7 @@ from linting.execline.env_substitution import without_marks
 from linting.execline.exec_environment import UnitEnvironment, unit_environment
 from linting.execline.specifiers import UnitFacts, local_host_facts, specifier_values
 from linting.options import LintOptions
-from linting.servers import VllmCommand, find_servers, wrapper_scripts
+from linting.servers import VllmCommand, WrapperScript, find_servers, wrapper_scripts
 from linting.shell.scripts import ShellScript, dialect_for
 from linting.shell.shellcheck import PendingCheck
 from linting.unitfile import Assignment, SourceFile, UnitFile
@@ -153,11 +153,16 @@ class UnitContext:
             result.append(
                 (cmd.assignment.path, ShellScript(without_marks(arg.value), dialect, exported))
             )
-        for wrapper in wrapper_scripts(self):
+        for wrapper in self.wrapper_scripts:
             dialect = dialect_for(wrapper.dialect)
             if dialect is not None:
                 result.append((wrapper.path, ShellScript(wrapper.text, dialect, exported)))
         return result
+
+    @cached_property
+    def wrapper_scripts(self) -> list[WrapperScript]:
+        """The wrapper scripts the unit's commands run, where the linter can read them."""
+        return wrapper_scripts(self)
 
     @cached_property
     def vllm_servers(self) -> list[VllmCommand]:

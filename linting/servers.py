@@ -87,6 +87,8 @@ def _in_words(
         return []
     inline = _inline_script(argv)
     if inline is not None:
+        if "vllm" not in inline.text.lower():
+            return []  # no vLLM command, image or script name in it: nothing to find
         return _scripted(ctx, cmd, inline, [], script or cmd.assignment.path, None, depth)
     found = _script_of(ctx, argv)
     if found is None:

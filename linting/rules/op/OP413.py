@@ -23,6 +23,11 @@ _DOWNLOADERS: dict[str, tuple[str, ...] | None] = {
 # curl/wget only when what they fetch is weights, not a health check.
 _WEIGHTS = re.compile(r"huggingface\.co|hf\.co/|/resolve/|\.safetensors|\.gguf|\.bin\b|\.pth?\b")
 _PYTHON_DOWNLOAD = re.compile(r"snapshot_download|hf_hub_download")
+# A line that names none of these downloads nothing (checked before splitting its script).
+_MAY_DOWNLOAD = re.compile(
+    r"curl|wget|_download|\blfs\b|huggingface-cli|\bhf\b|azcopy|\baws\b|gsutil|gcloud|rclone"
+    r"|s5cmd|modelscope"
+)
 
 
 @rule("OP413", Severity.WARNING)
@@ -60,7 +65,7 @@ def download_under_start_timeout(ctx: UnitContext) -> Iterator[Hit]:
     if any(ctx.unit.get_all("Service", key) for key in ("TimeoutStartSec", "TimeoutSec")):
         return
     for cmd in ctx.commands:
-        if cmd.key != "ExecStartPre":
+        if cmd.key != "ExecStartPre" or not _MAY_DOWNLOAD.search(cmd.assignment.value.text):
             continue
         for simple in simple_commands(cmd):
             what = _download(simple.words)

@@ -76,6 +76,9 @@ def pattern_read_as_option(ctx: UnitContext) -> Iterator[Hit]:
     ```
     """
     for cmd in ctx.commands:
+        text = cmd.assignment.value.text
+        if "pkill" not in text and "pgrep" not in text:
+            continue  # neither is run (the usual case): no need to split the script
         for simple in simple_commands(cmd):
             name = program(simple.words)
             if name not in ("pkill", "pgrep"):

@@ -7,7 +7,6 @@ from linting.commands import shell_script
 from linting.context import UnitContext
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule
-from linting.servers import wrapper_scripts
 
 # A command put in the background: `&` that is not `&&`, `>&`, `&>` or `|&`.
 _BACKGROUND = re.compile(r"(?<![&>|])&(?![&>])")
@@ -48,7 +47,7 @@ def forking_several_daemons(ctx: UnitContext) -> Iterator[Hit]:
         return
     if ctx.unit.last_value("Service", "PIDFile"):
         return
-    scripts = {w.path: w.text.text for w in wrapper_scripts(ctx)}
+    scripts = {w.path: w.text.text for w in ctx.wrapper_scripts}
     for cmd in ctx.commands:
         if cmd.key != "ExecStart":
             continue

@@ -8,7 +8,6 @@ from linting.commands import shell_script
 from linting.context import UnitContext
 from linting.findings import Hit, Severity
 from linting.rules.registry import rule
-from linting.servers import wrapper_scripts
 
 # `$(nvidia-smi …)` with nothing after it in the substitution (no `| awk`, `| cut`, …).
 _CAPTURE = re.compile(r"\$\(\s*((?:\S*/)?nvidia-smi\b[^()|;&`]*)\)")
@@ -51,12 +50,14 @@ def nvidia_smi_csv_read_as_number(ctx: UnitContext) -> Iterator[Hit]:
         if found is not None:
             for start, end, message in _misreads(found[1].value.text):
                 yield Hit(found[1].value.span(start, end), message, path=cmd.assignment.path)
-    for script in wrapper_scripts(ctx):
+    for script in ctx.wrapper_scripts:
         for start, end, message in _misreads(script.text.text):
             yield Hit(script.text.span(start, end), message, path=script.path)
 
 
 def _misreads(script: str) -> Iterator[tuple[int, int, str]]:
+    if "--query-gpu" not in script:
+        return  # the usual case: no query of GPU fields at all
     for match in _CAPTURE.finditer(script):
         problem = _format_problem(match.group(1))
         if problem is None:
