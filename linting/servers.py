@@ -87,8 +87,8 @@ def _in_words(
         return []
     inline = _inline_script(argv)
     if inline is not None:
-        if "vllm" not in inline.text.lower():
-            return []  # no vLLM command, image or script name in it: nothing to find
+        if not _may_start_vllm(inline.text):
+            return []  # no vLLM command or image in it: nothing to find
         return _scripted(ctx, cmd, inline, [], script or cmd.assignment.path, None, depth)
     found = _script_of(ctx, argv)
     if found is None:
@@ -115,6 +115,13 @@ def _scripted(
             found = [replace(vc, script=wrapper.path) for vc in found]
         servers.extend(found)
     return servers
+
+
+def _may_start_vllm(script: str) -> bool:
+    """Can this script start a vLLM server at all? (`vllm serve`, `-m vllm.entrypoints…`,
+    a vLLM image): checked before its words are read, as most scripts are GPU checks."""
+    text = script.lower()
+    return "vllm" in text and any(w in text for w in ("serve", "entrypoints", "docker", "podman"))
 
 
 def _starts_server(words: list[str]) -> bool:

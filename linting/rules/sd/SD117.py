@@ -114,6 +114,9 @@ def unreplaced_template_placeholder(ctx: UnitContext) -> Iterator[Hit]:
 
 
 def _placeholders(ctx: UnitContext) -> list[_Spot]:
+    texts = [source.text for source in ctx.unit.sources.values()]
+    if not any("${" in text or PLACEHOLDER.search(text) for text in texts):
+        return []  # one search per file, not one per setting (the usual case: none)
     spots = [
         _Spot(a, m.start(), m.end())
         for a in ctx.unit.assignments
