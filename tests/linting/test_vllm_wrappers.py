@@ -135,3 +135,23 @@ def test_a_pin_in_the_units_own_exec_lines_names_the_release() -> None:
     assert "vLLM 0.11.0" in finding
     [server] = _servers(text).vllm_servers
     assert server.version.source == "the pin vllm==0.11.0 in ExecStartPre= (line 3)"
+
+
+def _op409(tmp_path: Path, script: str) -> list[str]:
+    root = tmp_path / "host"
+    (root / "opt").mkdir(parents=True, exist_ok=True)
+    (root / "opt" / "start.sh").write_text("#!/bin/bash\n" + script, encoding="utf-8")
+    unit = tmp_path / "vllm.service"
+    unit.write_text("[Service]\nUser=vllm\nExecStart=/opt/start.sh\n", encoding="utf-8")
+    options = LintOptions(shellcheck=False, select=("OP409",), script_roots=(str(root),))
+    return [f.message for f in lint_paths([str(unit)], options).findings]
+
+
+def test_a_script_that_ends_with_docker_run_d_of_vllm_leaves_the_server_unsupervised(
+    tmp_path: Path,
+) -> None:
+    run = "docker run -d --gpus all vllm/vllm-openai:v0.16.0 \\\n  --model /models/m\n"
+    [message] = _op409(tmp_path, run + 'echo "started"\n')
+    assert "docker run -d" in message and "outside it" in message
+    assert _op409(tmp_path, run + "docker logs -f vllm\n") == []
+    assert _op409(tmp_path, run.replace(" -d", "")) == []
