@@ -92,7 +92,7 @@ def unreplaced_template_placeholder(ctx: UnitContext) -> Iterator[Hit]:
     # `{{ user }}` is no user name at all; `YOUR_USERNAME` is one, of nobody (217/USER).
     fatal = [s for s in users if not _USER_NAME.fullmatch(s.assignment.value.text)]
     listed = ", ".join(
-        f"`{s.text}` ({s.assignment.name}=, line {s.assignment.line})" for s in spots
+        f"`{s.text}` ({s.assignment.name}=, line {s.span.start.line})" for s in spots
     )
     consequence = (
         'systemd refuses to load the unit ("Invalid user/group name or numeric ID")'
