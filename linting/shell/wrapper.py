@@ -25,7 +25,7 @@ from linting.vllm.detect import find_vllm
 
 SHELLS = ("bash", "sh", "dash", "ksh", "zsh")
 _ASSIGNMENT = re.compile(r"^(?:export\s+|readonly\s+|declare\s+(?:-\w+\s+)*)?([A-Za-z_]\w*)=(.*)$")
-_PREFIX_WORDS = ("exec", "nohup", "command", "time")
+_PREFIX_WORDS = ("exec", "nohup", "command", "time", "then", "do", "else", "{", "!")
 _REFERENCE = re.compile(
     r"\$(?:\{([A-Za-z_]\w*)(?::?-([^}]*))?\}|([A-Za-z_]\w*)|([@*])|\{([A-Za-z_]\w*)\[[@*]\]\})"
 )
@@ -82,12 +82,47 @@ def vllm_commands_in_script(
         if assignment and " " not in assignment.group(2).strip("'\""):
             variables[assignment.group(1)] = _literal(assignment.group(2), variables)
             continue
-        words = _Splitter(line, variables, script_args, arrays).run()
-        while words and (words[0].text in _PREFIX_WORDS or "=" in words[0].text.split("/")[0]):
-            words = words[1:]
-        if words and accepts([w.text for w in words]):
-            found.append(ScriptCommand(words, number))
+        for segment in _segments(line):
+            words = _Splitter(segment, variables, script_args, arrays).run()
+            while words and (words[0].text in _PREFIX_WORDS or "=" in words[0].text.split("/")[0]):
+                words = words[1:]
+            if words and accepts([w.text for w in words]):
+                found.append(ScriptCommand(words, number))
     return found
+
+
+def _segments(line: Traced) -> list[Traced]:
+    """The simple commands of one line: split at `;`, `&&`, `||`, `|` and `&` outside
+    quotes (not the `&` of `2>&1`, `&>` or `>&`), up to a comment."""
+    s = line.text
+    if not any(c in s for c in ";&|"):
+        return [line]
+    parts: list[Traced] = []
+    start, i, quote = 0, 0, ""
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and quote != "'":
+            i += 2
+            continue
+        if c in "'\"" and (not quote or quote == c):
+            quote = "" if quote else c
+        elif not quote and c == "#" and (i == 0 or s[i - 1] in " \t"):
+            break
+        elif not quote and c in ";|&" and not _redirection_amp(s, i):
+            parts.append(line[start:i])
+            i += 2 if s.startswith(("&&", "||"), i) else 1
+            start = i
+            continue
+        i += 1
+    parts.append(line[start:])
+    return [p for p in parts if p.text.strip()]
+
+
+def _redirection_amp(s: str, i: int) -> bool:
+    """Is the `&` at i part of a redirection (`2>&1`, `>&2`, `&>file`, `|&`)?"""
+    if s[i] != "&":
+        return False
+    return (i > 0 and s[i - 1] in "<>") or s.startswith("&>", i)
 
 
 def _read_array(

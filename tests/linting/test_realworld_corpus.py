@@ -82,3 +82,18 @@ def test_every_corpus_file_modelled_on_a_public_unit_names_its_source() -> None:
         if p.is_file() and p.name != "pyproject.toml"
     }
     assert public <= named, sorted(public - named)
+
+
+# Units that name vLLM but that systemd refuses to load: no command of theirs runs.
+NOT_LOADED = {"templates-misc/vllm-relative.service": "ExecStart=venv/bin/vllm (SD106)"}
+_RUNS_VLLM = re.compile(r"vllm serve|vllm\.entrypoints|vllm/vllm-openai")
+
+
+@pytest.mark.parametrize("repo", REPOS)
+def test_every_corpus_unit_that_runs_vllm_has_its_vllm_command_found(repo: str) -> None:
+    _, report = lint_repo(CORPUS / repo)
+    for file_report in report["files"]:
+        path = Path(file_report["path"])
+        name = str(path.relative_to(CORPUS))
+        if _RUNS_VLLM.search(path.read_text(encoding="utf-8")) and name not in NOT_LOADED:
+            assert file_report["vllm"], f"{name}: no vLLM command found"

@@ -155,3 +155,13 @@ def test_a_script_that_ends_with_docker_run_d_of_vllm_leaves_the_server_unsuperv
     assert "docker run -d" in message and "outside it" in message
     assert _op409(tmp_path, run + "docker logs -f vllm\n") == []
     assert _op409(tmp_path, run.replace(" -d", "")) == []
+
+
+def test_vllm_after_and_and_then_in_a_bash_c_script_is_checked() -> None:
+    text = USER + (
+        "ExecStart=/bin/bash -lc 'source /opt/conda/etc/profile.d/conda.sh && "
+        "conda activate vllm && if [ -d /models/m ]; then exec vllm serve /models/m "
+        "--max-model-len 32q; fi'\n"
+    )
+    [finding] = _codes(text, "VL323")
+    assert "32q" in finding
