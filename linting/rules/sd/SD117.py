@@ -115,8 +115,8 @@ def unreplaced_template_placeholder(ctx: UnitContext) -> Iterator[Hit]:
 
 def _placeholders(ctx: UnitContext) -> list[_Spot]:
     texts = [source.text for source in ctx.unit.sources.values()]
-    if not any("${" in text or PLACEHOLDER.search(text) for text in texts):
-        return []  # one search per file, not one per setting (the usual case: none)
+    if not any(_may_hold(text) for text in texts):
+        return []  # one look at each file, not one search per setting (the usual case)
     spots = [
         _Spot(a, m.start(), m.end())
         for a in ctx.unit.assignments
@@ -126,6 +126,15 @@ def _placeholders(ctx: UnitContext) -> list[_Spot]:
     taken = {(id(s.assignment), s.start) for s in spots}
     spots += [s for s in envsubst if (id(s.assignment), s.start) not in taken]
     return sorted(spots, key=lambda s: (s.assignment.path, s.span.start))
+
+
+_MARKS = ("{{", "{%", "<%", "__", "@", "your", "change", "hf_", "${")
+
+
+def _may_hold(text: str) -> bool:
+    """Could `text` hold a placeholder? (substrings first: the regex is the slow part)"""
+    lower = text.lower()
+    return any(mark in lower for mark in _MARKS) and bool("${" in text or PLACEHOLDER.search(text))
 
 
 def _envsubst_spots(ctx: UnitContext) -> list[_Spot]:
