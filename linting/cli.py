@@ -22,7 +22,7 @@ from linting.options import LintOptions
 from linting.report import Report
 from linting.reporters import FORMATS, render
 from linting.rules.docs import explain, list_rules_json, list_rules_text
-from linting.rules.registry import all_rules
+from linting.rules.registry import all_rules, removed_codes
 from linting.shell import diskcache
 from linting.systemd.catalog import UnknownSystemdVersion, load_catalog
 from linting.vllm.catalog import UnknownVllmVersion, choose_catalog
@@ -120,6 +120,22 @@ def build_parser(prog: str = "lintunits") -> argparse.ArgumentParser:
         help="units that run on one machine (comma-separated files, directories or globs; "
         "repeatable); units of one directory always count as one machine",
     )
+    p.add_argument(
+        "--user-unit",
+        action="append",
+        nargs="?",
+        const="*",
+        default=None,
+        metavar="PATHS",
+        help="units run by `systemctl --user` (comma-separated files, directories or globs; "
+        "none: every unit): %%h is that user's home, %%u their name, nothing runs as root",
+    )
+    p.add_argument(
+        "--preview",
+        action="store_true",
+        default=None,
+        help="also run the rules in preview (new rules whose findings may still change)",
+    )
     p.add_argument("--list-rules", action="store_true", help="list every rule and exit")
     p.add_argument("--explain", metavar="CODE", help="explain one rule and exit")
     p.add_argument("--config", metavar="PYPROJECT", help="read [tool.lintunits] from this file")
@@ -131,6 +147,8 @@ def _codes(values: Sequence[str] | None, where: str = "") -> tuple[str, ...]:
     select nothing (or ignore nothing) and the run would pass in silence."""
     codes = tuple(c.strip().upper() for v in values or () for c in v.split(",") if c.strip())
     known = [rule.code for rule in all_rules()]
+    for code in removed_codes(codes):
+        raise UsageError(f"{where}: {code} was removed (codes are never reused; see --list-rules)")
     for code in codes:
         shellcheck = re.fullmatch(r"SC\d*", code) is not None  # ShellCheck's own SC#### too
         if code != "ALL" and not shellcheck and not any(k.startswith(code) for k in known):
@@ -168,6 +186,10 @@ def _options(args: argparse.Namespace, config: dict) -> tuple[LintOptions, str]:
             for group in args.same_host or ()
         )
         + tuple(tuple(group) for group in config.get("same-host", ())),
+        user_units=tuple(
+            p.strip() for entry in args.user_unit or () for p in entry.split(",") if p.strip()
+        )
+        + tuple(config.get("user-units", ())),
         systemd_version=int(systemd_version) if systemd_version is not None else None,
         vllm_version=args.vllm_version,
         vllm_version_default=str(configured_vllm) if configured_vllm is not None else None,
@@ -178,6 +200,7 @@ def _options(args: argparse.Namespace, config: dict) -> tuple[LintOptions, str]:
         + _codes(config.get("ignore"), "[tool.lintunits] ignore"),
         fail_on=severity,
         shellcheck=not args.no_shellcheck and bool(config.get("shellcheck", True)),
+        preview=bool(args.preview if args.preview is not None else config.get("preview", False)),
     )
     return options, fmt
 

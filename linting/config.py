@@ -17,7 +17,13 @@ KNOWN_KEYS = {
     "env-files",
     "script-roots",
     "same-host",
+    "preview",
+    "user-units",
 }
+
+
+# What the list settings hold, for their error messages.
+_WHAT = {"script-roots": "directories", "user-units": "unit files, directories or globs"}
 
 
 class ConfigError(ValueError):
@@ -57,9 +63,9 @@ def load_config(explicit: str | None = None, start: Path | None = None) -> FileC
             f"{path}: [tool.lintunits]: unknown key(s) {', '.join(unknown)} "
             f"(known: {', '.join(sorted(KNOWN_KEYS))})"
         )
-    for key in ("select", "ignore", "script-roots"):
+    for key in ("select", "ignore", "script-roots", "user-units"):
         if key in section and not _strings(section[key]):
-            what = "directories" if key == "script-roots" else "rule codes"
+            what = _WHAT.get(key, "rule codes")
             raise ConfigError(f"{path}: [tool.lintunits] {key} must be a list of {what}")
     env_files = section.get("env-files", {})
     if not (isinstance(env_files, dict) and all(isinstance(v, str) for v in env_files.values())):
@@ -79,6 +85,9 @@ def load_config(explicit: str | None = None, start: Path | None = None) -> FileC
     section["env-files"] = {k: str(base / v) for k, v in env_files.items()}
     section["script-roots"] = [str(base / d) for d in section.get("script-roots", [])]
     section["same-host"] = [[str(base / p) for p in group] for group in same_host]
+    section["user-units"] = [
+        p if p == "*" else str(base / p) for p in section.get("user-units", [])
+    ]
     return FileConfig(path, section)
 
 

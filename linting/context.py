@@ -14,10 +14,11 @@ from linting.execline.env_substitution import without_marks
 from linting.execline.exec_environment import UnitEnvironment, unit_environment
 from linting.execline.specifiers import UnitFacts, local_host_facts, specifier_values
 from linting.options import LintOptions
-from linting.servers import VllmCommand, find_servers, wrapper_scripts
+from linting.servers import VllmCommand, WrapperScript, find_servers, wrapper_scripts
 from linting.shell.scripts import ShellScript, dialect_for
 from linting.shell.shellcheck import PendingCheck
 from linting.unitfile import Assignment, SourceFile, UnitFile
+from linting.user_units import UserManager, user_manager
 
 
 @dataclass
@@ -30,12 +31,19 @@ class UnitContext:
         return self.options.effective_systemd_version
 
     @cached_property
+    def user_manager(self) -> UserManager | None:
+        """The user manager that runs this unit (`systemctl --user`), or None for a system
+        unit (linting/user_units.py says how it is told)."""
+        return user_manager(self.unit, self.options.user_units)
+
+    @cached_property
     def specifiers(self) -> dict[str, str]:
         facts = UnitFacts(
             self.unit.name,
             fragment_path=self.unit.path,
             user=self.unit.last_value("Service", "User"),
             group=self.unit.last_value("Service", "Group"),
+            manager=self.user_manager,
         )
         return specifier_values(facts, self.options.host_facts or local_host_facts())
 
@@ -85,7 +93,11 @@ class UnitContext:
     @cached_property
     def _unit_environment(self) -> UnitEnvironment:
         return unit_environment(
-            self.unit, self.version, self.environment, self.options.host_facts or local_host_facts()
+            self.unit,
+            self.version,
+            self.environment,
+            self.options.host_facts or local_host_facts(),
+            self.user_manager,
         )
 
     @cached_property
@@ -141,11 +153,16 @@ class UnitContext:
             result.append(
                 (cmd.assignment.path, ShellScript(without_marks(arg.value), dialect, exported))
             )
-        for wrapper in wrapper_scripts(self):
+        for wrapper in self.wrapper_scripts:
             dialect = dialect_for(wrapper.dialect)
             if dialect is not None:
                 result.append((wrapper.path, ShellScript(wrapper.text, dialect, exported)))
         return result
+
+    @cached_property
+    def wrapper_scripts(self) -> list[WrapperScript]:
+        """The wrapper scripts the unit's commands run, where the linter can read them."""
+        return wrapper_scripts(self)
 
     @cached_property
     def vllm_servers(self) -> list[VllmCommand]:

@@ -13,6 +13,7 @@ from linting.context import RunContext, ShellCheckJob, UnitContext
 from linting.findings import Finding, Hit
 from linting.options import LintOptions
 from linting.report import CommandInfo, FileReport, InputError, Report, VersionInfo
+from linting.rules.codes import PREVIEW
 from linting.rules.registry import Rule, all_rules, selected
 from linting.shell.shellcheck import ShellCheckPool
 from linting.spans import Span
@@ -129,7 +130,7 @@ def _lint(units: Iterable[UnitFile], options: LintOptions, expected: int) -> Rep
     runs the Python rules while ShellCheck is still busy. The scripts still waiting when
     the first pass ends are dealt out in shrinking batches (`ShellCheckPool.finish`), so
     that no core sits idle at the end."""
-    rules = [r for r in all_rules() if _active(r.code, options)]
+    rules = [r for r in all_rules() if _active(r.code, options) and _released(r, options)]
     shellcheck = options.shellcheck and any(r.code == "SC" for r in rules)
     pool = ShellCheckPool(expected=expected) if shellcheck else None
     with pool or nullcontext():
@@ -204,10 +205,19 @@ def _without_knock_ons(findings: list[Finding], rules: dict[str, Rule]) -> list[
         f
         for f in findings
         if not any(
-            f.code in codes and f.path == cause.path and _overlap(f.span, cause.span)
+            _named(f.code, codes)
+            and any(
+                f.path == path and _overlap(f.span, span)
+                for path, span in ((cause.path, cause.span), *cause.related)
+            )
             for cause, codes in causes
         )
     ]
+
+
+def _named(code: str, codes: tuple[str, ...]) -> bool:
+    """Is `code` one of `codes`? `SC` there stands for every ShellCheck code."""
+    return code in codes or ("SC" in codes and code[:2] == "SC" and code[2:].isdigit())
 
 
 def _overlap(a: Span, b: Span) -> bool:
@@ -225,7 +235,16 @@ def finding(rule: Rule, ctx: UnitContext, hit: Hit) -> Finding:
         path=hit.path or ctx.unit.path,
         fix=hit.fix,
         data=hit.data or {},
+        related=hit.related,
     )
+
+
+def _released(rule: Rule, options: LintOptions) -> bool:
+    """A rule in preview runs only with `--preview`, or when --select names its code
+    exactly (as ruff's preview rules)."""
+    if rule.status is not PREVIEW or options.preview:
+        return True
+    return rule.code in (p.upper() for p in options.select)
 
 
 def _active(code: str, options: LintOptions) -> bool:

@@ -52,6 +52,9 @@ class Finding:
     fix: Fix | None = None
     # Extra machine-readable facts (e.g. the argv a program receives) for JSON consumers.
     data: dict = field(default_factory=dict, compare=False, hash=False)
+    # Other places the finding is about, (path, span): one finding for several spots (all
+    # the placeholders of a template); a knock-on finding at any of them is dropped too.
+    related: tuple[tuple[str, Span], ...] = field(default=(), compare=False, hash=False)
 
     @property
     def sort_key(self) -> tuple:
@@ -75,3 +78,4 @@ class Hit:
     severity: Severity | None = None
     code: str | None = None
     name: str | None = None
+    related: tuple[tuple[str, Span], ...] = ()

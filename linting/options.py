@@ -23,6 +23,8 @@ class LintOptions:
     ignore: tuple[str, ...] = ()
     fail_on: Severity = Severity.ERROR
     shellcheck: bool = True
+    # Rules in preview (linting/rules/codes.py) run too; else only when --select names one.
+    preview: bool = False
     host_facts: HostFacts | None = None
     # Local copies of files units name on their host: HOST_PATH -> LOCAL_PATH
     # (`--env-file`), directories that mirror the host's `/` (`--script-root`), and the
@@ -32,6 +34,9 @@ class LintOptions:
     trees: tuple[str, ...] = ()
     # Units that run on one machine (`--same-host`), beside those of one directory.
     same_host: tuple[tuple[str, ...], ...] = ()
+    # Units run by a user's own manager (`--user-unit`; `*` is every unit), beside those
+    # the linter recognises itself (linting/user_units.py).
+    user_units: tuple[str, ...] = ()
 
     @property
     def file_finder(self) -> FileFinder:

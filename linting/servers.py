@@ -1,28 +1,33 @@
 """The vLLM servers a unit starts, however it starts them: an Exec command that runs
-`vllm serve` or the OpenAI api_server module, a `docker|podman run` of the vLLM image
-(the vLLM arguments follow the image), or a wrapper script (`ExecStart=/opt/llm/start.sh`)
-whose `exec vllm serve …` the linter can read. Each is parsed against the catalog of the
+`vllm serve` or an api_server module (behind launchers such as `env -i`, `nohup`,
+`numactl … --`), a `docker|podman run` of the vLLM image (the vLLM arguments follow the
+image, after its entrypoint or `--entrypoint`), a `bash -c '…'` script, or a wrapper script
+(`ExecStart=/opt/llm/start.sh`) the linter can read, whose `exec vllm serve …` or
+`docker run … vllm/vllm-openai …` it finds. Each is parsed against the catalog of the
 release it runs (linting/vllm/version.py)."""
 
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from linting.commands import Command
-from linting.shell.wrapper import script_dialect, vllm_commands_in_script
+from linting.shell.invocation import find_shell_script
+from linting.shell.wrapper import SHELLS, script_dialect, vllm_commands_in_script
 from linting.spans import LineOrigins, Traced, joined_origins
 from linting.unitfile import SourceFile
 from linting.vllm.container import ContainerRun, parse_container_run
 from linting.vllm.detect import find_vllm
 from linting.vllm.invocation import VllmArgs, parse_vllm_command
+from linting.vllm.launchers import launched
 from linting.vllm.version import (
     VllmVersion,
     project_pin,
     resolve_version,
     version_in_image,
     version_in_path,
+    version_in_text,
 )
 
 if TYPE_CHECKING:
@@ -30,6 +35,8 @@ if TYPE_CHECKING:
 
 # Where the official image's entrypoint is not known (a wheel has no Dockerfile).
 DEFAULT_ENTRYPOINT = ("vllm", "serve")
+# Scripts that run scripts that run containers: followed this deep, no further.
+_MAX_DEPTH = 3
 
 
 @dataclass
@@ -59,15 +66,78 @@ class WrapperScript:
 def find_servers(ctx: UnitContext) -> list[VllmCommand]:
     servers: list[VllmCommand] = []
     for cmd in ctx.commands:
-        argv = [a.value for a in cmd.args]
-        run = parse_container_run(argv)
-        if run is not None:
-            servers.extend(_container(ctx, cmd, argv, run))
-        elif find_vllm([a.text for a in argv]) is not None:
-            servers.extend(_direct(ctx, cmd, argv))
-        else:
-            servers.extend(_wrapped(ctx, cmd, argv))
+        servers.extend(_in_words(ctx, cmd, [a.value for a in cmd.args], None, 0))
     return servers
+
+
+def _in_words(
+    ctx: UnitContext, cmd: Command, argv: list[Traced], script: str | None, depth: int
+) -> list[VllmCommand]:
+    """The servers one command line starts: itself, its container, or its script's."""
+    texts = [a.text for a in argv]
+    argv = argv[launched(texts) :]
+    if not argv:
+        return []
+    run = parse_container_run(argv)
+    if run is not None:
+        return _container(ctx, cmd, argv, run, script, depth)
+    if find_vllm(texts) is not None:
+        return _direct(ctx, cmd, argv, script)
+    if depth >= _MAX_DEPTH:
+        return []
+    inline = _inline_script(argv)
+    if inline is not None:
+        if not _may_start_vllm(inline.text):
+            return []  # no vLLM command or image in it: nothing to find
+        return _scripted(ctx, cmd, inline, [], script or cmd.assignment.path, None, depth)
+    found = _script_of(ctx, argv)
+    if found is None:
+        return []
+    wrapper, script_args = found
+    return _scripted(ctx, cmd, wrapper.text, script_args, wrapper.path, wrapper, depth)
+
+
+def _scripted(
+    ctx: UnitContext,
+    cmd: Command,
+    text: Traced,
+    script_args: list[Traced],
+    path: str,
+    wrapper: WrapperScript | None,
+    depth: int,
+) -> list[VllmCommand]:
+    """The servers the commands of a script start (a wrapper file, or a `-c` script)."""
+    env = ctx.exec_environment(cmd.key)
+    servers = []
+    for command in vllm_commands_in_script(text, env, script_args, _starts_server):
+        found = _in_words(ctx, cmd, command.argv, path if wrapper else None, depth + 1)
+        if wrapper is not None:
+            found = [replace(vc, script=wrapper.path) for vc in found]
+        servers.extend(found)
+    return servers
+
+
+def _may_start_vllm(script: str) -> bool:
+    """Can this script start a vLLM server at all? (`vllm serve`, `-m vllm.entrypoints…`,
+    a vLLM image): checked before its words are read, as most scripts are GPU checks."""
+    text = script.lower()
+    return "vllm" in text and any(w in text for w in ("serve", "entrypoints", "docker", "podman"))
+
+
+def _starts_server(words: list[str]) -> bool:
+    """A script's command that may start vLLM: vLLM itself, a container, another shell."""
+    start = launched(words)
+    rest = words[start:]
+    if not rest:
+        return False
+    name = posixpath.basename(rest[0])
+    return find_vllm(rest) is not None or name in ("docker", "podman", *SHELLS)
+
+
+def _inline_script(argv: list[Traced]) -> Traced | None:
+    """The script of `bash|sh … -c SCRIPT`, with its file positions."""
+    found = find_shell_script([a.text for a in argv])
+    return argv[found.script_index] if found is not None else None
 
 
 def wrapper_scripts(ctx: UnitContext) -> list[WrapperScript]:
@@ -82,6 +152,8 @@ def wrapper_scripts(ctx: UnitContext) -> list[WrapperScript]:
 
 def _version(ctx: UnitContext, shown: tuple[str, str] | None) -> VllmVersion:
     options = ctx.options
+    if shown is None:
+        shown = _unit_pin(ctx)
     return resolve_version(
         explicit=options.vllm_version,
         shown=shown,
@@ -90,26 +162,57 @@ def _version(ctx: UnitContext, shown: tuple[str, str] | None) -> VllmVersion:
     )
 
 
-def _direct(ctx: UnitContext, cmd: Command, argv: list[Traced]) -> list[VllmCommand]:
+def _unit_pin(ctx: UnitContext) -> tuple[str, str] | None:
+    """A `vllm==X` an Exec line of the unit installs or runs (before assuming the newest)."""
+    for cmd in ctx.commands:
+        if "==" in cmd.assignment.value.text:
+            release = version_in_text(" ".join(cmd.argv))
+            if release:
+                return (
+                    release,
+                    f"the pin vllm=={release} in {cmd.key}= (line {cmd.assignment.line})",
+                )
+    return None
+
+
+def _direct(
+    ctx: UnitContext, cmd: Command, argv: list[Traced], script: str | None
+) -> list[VllmCommand]:
     release = version_in_path(argv[0].text)
     shown = (release, f"the path {argv[0].text}") if release else None
+    if shown is None and script is not None:
+        text = ctx.unit.sources[script].text if script in ctx.unit.sources else ""
+        release = version_in_path(text)
+        shown = (release, f"the script {script}") if release else None
     version = _version(ctx, shown)
     parsed = parse_vllm_command(argv, version.catalog)
     return [VllmCommand(cmd, parsed, version)] if parsed is not None else []
 
 
 def _container(
-    ctx: UnitContext, cmd: Command, argv: list[Traced], run: ContainerRun
+    ctx: UnitContext,
+    cmd: Command,
+    argv: list[Traced],
+    run: ContainerRun,
+    script: str | None,
+    depth: int,
 ) -> list[VllmCommand]:
     release = version_in_image(run.image.text)
     shown = (release, f"the image {run.image.text}") if release else None
     version = _version(ctx, shown)
     entrypoint = run.entrypoint or version.catalog.image_entrypoint or DEFAULT_ENTRYPOINT
     anchor = run.image.origins[0] if run.image.origins else None
-    words = [Traced(w, (anchor,) * len(w)) if anchor else Traced(w, ()) for w in entrypoint]
     if not anchor:
         return []
-    parsed = parse_vllm_command(words + argv[run.args], version.catalog)
+    words = [Traced(w, (anchor,) * len(w)) for w in entrypoint] + argv[run.args]
+    if find_vllm([w.text for w in words]) is None:
+        # `--entrypoint /bin/bash … -c '…vllm serve…'`: the script the container runs
+        inline = _inline_script(words) if depth < _MAX_DEPTH else None
+        if inline is None:
+            return []
+        found = _scripted(ctx, cmd, inline, [], script or cmd.assignment.path, None, depth)
+        return [replace(vc, container=run, version=version) for vc in found]
+    parsed = parse_vllm_command(words, version.catalog)
     return [VllmCommand(cmd, parsed, version, container=run)] if parsed is not None else []
 
 

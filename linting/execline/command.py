@@ -176,7 +176,7 @@ class _ExecParser:
         self.line.commands.append(
             ExecCommand(
                 prefixes,
-                path_simplify(exe) if exe.startswith("/") else exe,
+                path_simplify(exe, version=self.version) if exe.startswith("/") else exe,
                 words,
                 argv,
                 first.start,

@@ -15,6 +15,7 @@ from linting.execline.specifiers import HostFacts
 from linting.execline.users import user_fields
 from linting.systemd.values import parse_boolean
 from linting.unitfile import UnitFile
+from linting.user_units import UserManager
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"
 # Before v255 distributions built systemd with split-usr (path-util.h DEFAULT_PATH_SPLIT_USR);
@@ -74,15 +75,29 @@ class UnitEnvironment:
 
 
 def unit_environment(
-    unit: UnitFile, version: int, variables: Mapping[str, EnvVar], host: HostFacts
+    unit: UnitFile,
+    version: int,
+    variables: Mapping[str, EnvVar],
+    host: HostFacts,
+    manager: UserManager | None = None,
 ) -> UnitEnvironment:
     """systemd's own variables, overridden by the unit's `variables` (Environment= and
-    EnvironmentFile=); `.for_key(key)` is what a command of `key` receives."""
+    EnvironmentFile=); `.for_key(key)` is what a command of `key` receives. A user
+    manager (`manager`) passes its own HOME, USER, LOGNAME, SHELL and XDG_RUNTIME_DIR."""
     head: dict[str, str] = {"PATH": DEFAULT_PATH if version >= 255 else DEFAULT_PATH_SPLIT_USR}
     for name in RUNTIME_VARIABLES:
         head[name] = f"<{name}>"
-    head.update(login_environment(unit, version, host))
-    tail = directory_variables(unit)
+    if manager is not None:
+        head.update(
+            HOME=manager.home,
+            USER=manager.name,
+            LOGNAME=manager.name,
+            SHELL=manager.shell,
+            XDG_RUNTIME_DIR=manager.runtime_dir,
+        )
+    else:
+        head.update(login_environment(unit, version, host))
+    tail = directory_variables(unit, manager)
     term = terminal_type(unit)
     if term:
         tail["TERM"] = term
@@ -92,10 +107,21 @@ def unit_environment(
     return UnitEnvironment(MappingProxyType(head), MappingProxyType(tail))
 
 
-def directory_variables(unit: UnitFile) -> dict[str, str]:
-    """`RUNTIME_DIRECTORY=/run/a:/run/b` & co. for the unit's `RuntimeDirectory=` & co."""
+def directory_variables(unit: UnitFile, manager: UserManager | None = None) -> dict[str, str]:
+    """`RUNTIME_DIRECTORY=/run/a:/run/b` & co. for the unit's `RuntimeDirectory=` & co.
+    (a user manager's under its home and runtime directory, systemd.exec(5))."""
+    bases = {var: base for _kind, var, base in EXEC_DIRECTORIES}
+    if manager is not None:
+        bases = {
+            "RUNTIME_DIRECTORY": manager.runtime_dir,
+            "STATE_DIRECTORY": f"{manager.home}/.local/state",
+            "CACHE_DIRECTORY": f"{manager.home}/.cache",
+            "LOGS_DIRECTORY": f"{manager.home}/.local/state/log",
+            "CONFIGURATION_DIRECTORY": f"{manager.home}/.config",
+        }
     env = {}
-    for kind, var, base in EXEC_DIRECTORIES:
+    for kind, var, _base in EXEC_DIRECTORIES:
+        base = bases[var]
         dirs = unit.effective_list("Service", kind)
         if dirs:
             names = [w for a in dirs for w in a.value.text.split()]

@@ -18,6 +18,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 from linting.spans import Pos, Traced, joined_origins
+from linting.user_units import UserManager
 
 POSSIBLE_SPECIFIERS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -97,6 +98,9 @@ class UnitFacts:
     fragment_path: str = ""
     user: str | None = None
     group: str | None = None
+    # The user manager that runs a `systemctl --user` unit (linting/user_units.py); None
+    # for the system manager.
+    manager: UserManager | None = None
 
 
 _HEX_ESCAPE = re.compile(r"\\x[0-9a-fA-F]{2}")
@@ -135,6 +139,27 @@ def _normalized(path: str) -> str:
     return str(Path(path))
 
 
+# %C %E %L %S %t: the system manager's directories, and a user manager's (systemd.unit(5):
+# $XDG_CACHE_HOME, $XDG_CONFIG_HOME, $XDG_STATE_HOME/log, $XDG_STATE_HOME, $XDG_RUNTIME_DIR).
+_SYSTEM_DIRECTORIES = {
+    "C": "/var/cache",
+    "E": "/etc",
+    "L": "/var/log",
+    "S": "/var/lib",
+    "t": "/run",
+}
+
+
+def _user_directories(home: str, runtime: str) -> dict[str, str]:
+    return {
+        "C": f"{home}/.cache",
+        "E": f"{home}/.config",
+        "L": f"{home}/.local/state/log",
+        "S": f"{home}/.local/state",
+        "t": runtime,
+    }
+
+
 def specifier_values(unit: UnitFacts, host: HostFacts) -> dict[str, str]:
     """The value of each letter (those a linter can know; others resolve to themselves)."""
     name = unit.name
@@ -144,6 +169,17 @@ def specifier_values(unit: UnitFacts, host: HostFacts) -> dict[str, str]:
     # (src/shared/specifier.c specifier_user_name() & co.): root for system units. Measured
     # with User=nobody, Group=nogroup on systemd 252 and 257 (tests/differential).
     user, uid, home, shell, group = "root", "0", "/root", host.root_shell, "root"
+    dirs = _SYSTEM_DIRECTORIES
+    if unit.manager is not None:
+        manager = unit.manager
+        user, uid, home, shell, group = (
+            manager.name,
+            manager.uid,
+            manager.home,
+            manager.shell,
+            manager.name,
+        )
+        dirs = _user_directories(home, manager.runtime_dir)
     osr = host.os_release
     last = prefix.rsplit("-", 1)[-1]
     unescaped_path = "/" + _unescape_unit_part(instance if at else prefix).lstrip("/")
@@ -152,10 +188,10 @@ def specifier_values(unit: UnitFacts, host: HostFacts) -> dict[str, str]:
         "A": osr.get("IMAGE_VERSION", ""),
         "b": host.boot_id,
         "B": osr.get("BUILD_ID", ""),
-        "C": "/var/cache",
-        "d": f"/run/credentials/{name}",
+        "C": dirs["C"],
+        "d": f"{dirs['t']}/credentials/{name}",
         "D": "/usr/share",
-        "E": "/etc",
+        "E": dirs["E"],
         "f": unescaped_path,
         "g": group,
         "G": "0" if group == "root" else group,
@@ -166,7 +202,7 @@ def specifier_values(unit: UnitFacts, host: HostFacts) -> dict[str, str]:
         "j": last,
         "J": _unescape_unit_part(last),
         "l": host.hostname.split(".", 1)[0],
-        "L": "/var/log",
+        "L": dirs["L"],
         "m": host.machine_id,
         "M": osr.get("IMAGE_ID", ""),
         "n": name,
@@ -176,8 +212,8 @@ def specifier_values(unit: UnitFacts, host: HostFacts) -> dict[str, str]:
         "P": _unescape_unit_part(prefix),
         "q": host.pretty_hostname or host.hostname,
         "s": shell,
-        "S": "/var/lib",
-        "t": "/run",
+        "S": dirs["S"],
+        "t": dirs["t"],
         "T": "/tmp",
         "u": user,
         "U": uid,

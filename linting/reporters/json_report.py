@@ -49,6 +49,8 @@ def finding_json(finding: Finding, file_path: str) -> dict[str, Any]:
         result["fix"] = fix_json(finding.fix)
     if finding.data:
         result["data"] = finding.data
+    if finding.related:
+        result["related"] = [{"path": path, **span_json(span)} for path, span in finding.related]
     return result
 
 

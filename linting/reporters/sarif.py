@@ -91,6 +91,17 @@ def result(finding: Finding, rule_index: int) -> dict[str, Any]:
     }
     if finding.fix is not None:
         entry["fixes"] = [fix(finding.fix, finding.path)]
+    if finding.related:  # the other places one finding is about (SD117's placeholders)
+        entry["relatedLocations"] = [
+            {
+                "id": index,
+                "physicalLocation": {
+                    "artifactLocation": {"uri": artifact_uri(path)},
+                    "region": region(span),
+                },
+            }
+            for index, (path, span) in enumerate(finding.related, start=1)
+        ]
     return entry
 
 

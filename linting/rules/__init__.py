@@ -1,6 +1,11 @@
-"""Every rule family; importing this package registers the whole catalog
-(`linting.rules.registry` holds it)."""
+"""Every rule; importing this package registers the whole catalog
+(`linting.rules.registry` holds it): the module of each live code of the code table
+(`linting.rules.codes`) is imported, which runs its `@rule` decorator."""
 
-from linting.rules import ex, op, sc, sd, vl
+import importlib
 
-__all__ = ["ex", "op", "sc", "sd", "vl"]
+from linting.rules.codes import REMOVED, RULE_CODES
+
+for _row in RULE_CODES:
+    if _row.status is not REMOVED:
+        importlib.import_module(_row.import_path)

@@ -74,6 +74,7 @@ def explain(code: str) -> str:
         f"Severity: {rule.severity}",
         f"Fix: {fix_text(rule)}",
         f"Family: {rule.family}: {family_title(rule.family)}",
+        f"Status: {rule.status}",
     ]
     return "\n".join(header) + "\n\n" + sections_text(rule)
 
@@ -101,6 +102,7 @@ def list_rules_json(rules: list[Rule]) -> str:
                 "severity": str(r.severity),
                 "family": r.family,
                 "fix": r.fix,
+                "status": str(r.status),
                 "summary": r.summary,
                 "doc": dict(ordered_sections(r)),
             }
@@ -117,6 +119,7 @@ def rule_markdown(rule: Rule) -> str:
         f"- Severity: **{rule.severity}**",
         f"- Fix: {fix_text(rule)}",
         f"- Family: [{rule.family}](README.md#{_anchor(rule.family)}): {family_title(rule.family)}",
+        f"- Status: {rule.status}",
     ]
     parts = [
         GENERATED_MARKER,
@@ -149,10 +152,13 @@ def docs_index_markdown(rules: list[Rule]) -> str:
         if family in FAMILY_NOTES:
             section.append(FAMILY_NOTES[family])
         if members:
-            table = ["| Code | Name | Severity | Fix | Summary |", "|---|---|---|---|---|"]
+            table = [
+                "| Code | Name | Severity | Fix | Status | Summary |",
+                "|---|---|---|---|---|---|",
+            ]
             table += [
                 f"| [{r.code}]({r.code}.md) | {_cell(r.name)} | {r.severity} | {r.fix} "
-                f"| {_cell(r.summary)} |"
+                f"| {r.status} | {_cell(r.summary)} |"
                 for r in members
             ]
             section.append("\n".join(table))

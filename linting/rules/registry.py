@@ -3,7 +3,9 @@ and --explain (as sqlfluff's and ruff's rule catalogs do).
 
 A rule lives in `linting/rules/<family>/<CODE>.py`: one check function, named after the
 rule, whose docstring is the rule's documentation, registered with `@rule(CODE, SEVERITY)`.
-Importing `linting.rules` (which importing this module does first) registers them all.
+Its code, module and status (stable / preview / removed) come from the code table
+(`linting/rules/codes.py`). Importing `linting.rules` (which importing this module does
+first) registers them all.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from linting.findings import Hit, Severity
+from linting.rules.codes import CODES, REMOVED, STABLE, Status
 
 if TYPE_CHECKING:
     from linting.context import RunContext, UnitContext
@@ -47,6 +50,7 @@ class Rule:
     # Codes whose findings are knock-on effects of this rule's: one of theirs that overlaps
     # one of ours (same file) is dropped, so the cause is reported once.
     supersedes: tuple[str, ...] = ()
+    status: Status = STABLE
 
     @property
     def family(self) -> str:
@@ -93,6 +97,9 @@ def register(
     def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
         if code in RULES:
             raise ValueError(f"rule code {code} registered twice")
+        row = CODES.get(code)
+        if row is not None and row.status is REMOVED:
+            raise ValueError(f"rule code {code} was removed and is never reused")
         summary, sections = _parse_doc(doc)
         missing = [s for s in DOC_SECTIONS if s not in sections]
         if missing:
@@ -107,6 +114,7 @@ def register(
             check=None if per_run else func,
             check_run=func if per_run else None,
             supersedes=supersedes,
+            status=row.status if row is not None else STABLE,
         )
         return func
 
@@ -126,9 +134,11 @@ def rule(
     the check's docstring, and the module must be named after the code."""
 
     def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
-        module = func.__module__.rpartition(".")[2]
-        if module != code:
-            raise ValueError(f"rule {code} must live in a module named {code}, not {module}")
+        row = CODES.get(code)
+        if row is None:
+            raise ValueError(f"rule {code} is not in the code table (linting/rules/codes.py)")
+        if func.__module__ != row.import_path:
+            raise ValueError(f"rule {code} must live in {row.import_path}, not {func.__module__}")
         if not func.__doc__:
             raise ValueError(f"rule {code} has no documentation")
         name = func.__name__.replace("_", "-")
@@ -150,6 +160,12 @@ def _code_key(code: str) -> tuple[str, int]:
 
 def get_rule(code: str) -> Rule | None:
     return RULES.get(code.upper())
+
+
+def removed_codes(patterns: Iterable[str]) -> list[str]:
+    """The patterns that name a removed code exactly: selecting or ignoring one is a
+    mistake worth saying (the rule is gone), never a silent no-op."""
+    return [p for p in patterns if (row := CODES.get(p.strip().upper())) and row.status is REMOVED]
 
 
 def selected(code: str, select: Iterable[str], ignore: Iterable[str]) -> bool:

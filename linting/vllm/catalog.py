@@ -34,6 +34,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from linting.vllm.demo_server import ENGINE_SOURCE, OWN_OPTIONS, SOURCE
+
 CATALOG_DIR = Path(__file__).resolve().parent / "catalogs"
 _FILE_RE = re.compile(r"^vllm-(?P<version>\d+(?:\.\d+)*(?:\.post\d+)?)\.json$")
 
@@ -173,6 +175,7 @@ class VllmCatalog:
     _by_name: Mapping[str, FlagSpec] = field(repr=False, compare=False, init=False)
     _sorted_names: tuple[str, ...] = field(repr=False, compare=False, init=False)
     _api_server: list[VllmCatalog] = field(repr=False, compare=False, init=False)
+    _demo_server: list[VllmCatalog] = field(repr=False, compare=False, init=False)
     _resolved: dict[str, FlagMatch | None] = field(repr=False, compare=False, init=False)
 
     def __post_init__(self) -> None:
@@ -180,7 +183,24 @@ class VllmCatalog:
         object.__setattr__(self, "_by_name", MappingProxyType(index))
         object.__setattr__(self, "_sorted_names", tuple(sorted(index)))
         object.__setattr__(self, "_api_server", [])
+        object.__setattr__(self, "_demo_server", [])
         object.__setattr__(self, "_resolved", {})
+
+    def for_demo_server(self) -> VllmCatalog:
+        """This release's flags as `python -m vllm.entrypoints.api_server` has them: its
+        own few and the engine's (linting/vllm/demo_server.py)."""
+        if not self._demo_server:
+            own = tuple(
+                FlagSpec(
+                    (name,), name[2:].replace("-", "_"), kind, kind_type, None, None, False, SOURCE
+                )
+                for name, kind, kind_type in OWN_OPTIONS
+            )
+            flags = own + tuple(f for f in self.flags if f.source.startswith(ENGINE_SOURCE))
+            self._demo_server.append(
+                replace(self, flags=flags, api_server_flags=(), positionals=())
+            )
+        return self._demo_server[0]
 
     def for_api_server(self) -> VllmCatalog:
         """This release's flags as the OpenAI api_server module's parser has them."""

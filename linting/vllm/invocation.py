@@ -160,6 +160,8 @@ def parse_vllm_command(argv: list[Traced], catalog: VllmCatalog) -> VllmArgs | N
         return None
     if found.style == "api_server":
         catalog = catalog.for_api_server()
+    elif found.style == "demo_server":
+        catalog = catalog.for_demo_server()
     return _Parser(argv, found, catalog).run()
 
 

@@ -49,6 +49,16 @@ def version_in_path(executable: str) -> str | None:
     return _full(match.group(1)) if match else None
 
 
+_UNIT_PIN = re.compile(r"(?<![\w.-])vllm(?:\[[^\]\s]*\])?==(\d+(?:\.\d+)+(?:\.post\d+)?)\b")
+
+
+def version_in_text(text: str) -> str | None:
+    """A `vllm==X.Y.Z` pin in an Exec line (`pip install vllm==0.11.0`, `uv run --with
+    vllm==0.11.0 …`, `pipx run --spec vllm==…`): the release that command installs."""
+    match = _UNIT_PIN.search(text)
+    return _full(match.group(1)) if match else None
+
+
 def version_in_image(image: str) -> str | None:
     """The release of a `vllm/vllm-openai:vX.Y.Z` image (None for `latest`, `nightly`)."""
     match = _TAG.search(image)

@@ -176,6 +176,14 @@ def hand_cases() -> list[Case]:
     b.add("path-relative-dash", "-var/tmp/specadmin-differential/argvdump a", f"{D} ok")
     b.add("path-relative-only-dash", "-var/tmp/specadmin-differential/argvdump a")
     b.add("path-dotdot-rel", "../argvdump a")
+    # path_simplify() drops `..` at the start of an absolute path (test-path-util.c vectors)
+    b.add("path-leading-dotdot", f"/..{D} a")
+    b.add("path-leading-dot-dotdot", f"/./.././..{D} a")
+    b.add("path-leading-slashes-dotdot", f"////.././///..{D} a")
+    b.add(
+        "path-leading-dotdot-inner-dotdot",
+        f"/..{D.replace('/argvdump', '/../specadmin-differential/argvdump')} a",
+    )
     b.add("path-empty-quoted", '"" a')
     b.add("path-control", f"{D}\\x01 a")
     b.add("path-quote-char", f"{D}\\x22 a")

@@ -10,7 +10,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from linting.engine import lint_text
 from linting.findings import Edit, Finding, Fix, Severity
+from linting.options import LintOptions
 from linting.report import CommandInfo, FileReport, InputError, Report
 from linting.reporters import FORMATS, render
 from linting.reporters.github import escape_data, escape_property
@@ -419,3 +421,18 @@ def test_github_message_with_newlines_stays_on_one_line() -> None:
     assert output == (
         "::error file=p%3Aq%2Cr,line=1,col=1,endLine=1,endColumn=2,title=X1 a%2Cb::one%0Atwo\n"
     )
+
+
+def test_a_finding_about_several_places_lists_them_in_json_and_sarif() -> None:
+    text = (
+        "[Service]\nUser={{ user }}\nWorkingDirectory=__SRC__\n"
+        "ExecStart=/opt/vllm/bin/vllm serve {{ model }}\n"
+    )
+    report = lint_text(text, "vllm.service", LintOptions(shellcheck=False, select=("SD117",)))
+    [entry] = json.loads(render(report, "json"))["files"][0]["findings"]
+    assert [r["line"] for r in entry["related"]] == [3, 4]
+    sarif = json.loads(render(report, "sarif"))
+    jsonschema.validate(sarif, json.loads(SARIF_SCHEMA.read_text(encoding="utf-8")))
+    [result] = sarif["runs"][0]["results"]
+    regions = [r["physicalLocation"]["region"]["startLine"] for r in result["relatedLocations"]]
+    assert regions == [3, 4]

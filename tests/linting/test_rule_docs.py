@@ -102,7 +102,8 @@ def test_explain_shows_code_name_severity_fix_and_sections_in_order(catalog: lis
         "Braced variable that is not set becomes an empty string.\n\n"
         "Severity: warning\n"
         "Fix: safe (`lintunits --fix` applies it)\n"
-        "Family: EX: Exec lines: `$`, `%` and quoting traps\n\n"
+        "Family: EX: Exec lines: `$`, `%` and quoting traps\n"
+        "Status: stable\n\n"
         "What it does\nFinds `${NAME}`"
     )
     positions = [text.index(f"\n{s}\n") for s in (*DOC_SECTIONS, "References")]
@@ -141,6 +142,7 @@ def test_list_rules_json_carries_the_whole_catalog(catalog: list[Rule]) -> None:
         "severity": "warning",
         "family": "EX",
         "fix": "safe",
+        "status": "stable",
         "summary": "Braced variable that is not set becomes an empty string.",
         "doc": dict(docs.ordered_sections(catalog[0])),
     }
@@ -161,7 +163,7 @@ def test_index_groups_rules_by_family_in_catalog_order(catalog: list[Rule]) -> N
     index = docs_index_markdown(catalog)
     headings = [line for line in index.splitlines() if line.startswith("## ")]
     assert [h.split(":")[0] for h in headings] == [f"## {f}" for f in registry.FAMILIES]
-    assert "| [EX101](EX101.md) | braced-unset-variable | warning | safe |" in index
+    assert "| [EX101](EX101.md) | braced-unset-variable | warning | safe | stable |" in index
     # a `|` in a summary must not break the table
     assert "2 rules." in index
     assert index.count("No rules yet.") == 2  # SD and OP; SC has its ShellCheck note
@@ -169,7 +171,9 @@ def test_index_groups_rules_by_family_in_catalog_order(catalog: list[Rule]) -> N
 
 def test_table_cells_escape_pipes(catalog: list[Rule]) -> None:
     piped = Rule("OP1", "a|b", Severity.INFO, "x | y", {}, "none")
-    assert "| [OP1](OP1.md) | a\\|b | info | none | x \\| y |" in docs_index_markdown([piped])
+    assert "| [OP1](OP1.md) | a\\|b | info | none | stable | x \\| y |" in docs_index_markdown(
+        [piped]
+    )
 
 
 def test_generator_writes_pages_and_check_then_passes(

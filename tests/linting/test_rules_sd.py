@@ -328,14 +328,33 @@ def test_sd116_placeholder_directory_fails_at_chdir_and_is_not_also_sd117():
     assert lint(text, "SD117") == []
 
 
-def test_sd117_placeholders_in_settings():
+def test_sd117_placeholders_of_a_unit_are_one_finding_naming_all():
     text = (
         "[Unit]\nDescription=vLLM {{ name }}\n[Service]\nUser={{ user }}\n"
         "ExecStart=/bin/echo @PORT@\n"
     )
-    found = lint(text, "SD117")
-    assert [spanned(text, f) for f in found] == ["{{ name }}", "{{ user }}", "@PORT@"]
-    assert [f.severity for f in found] == [Severity.WARNING, Severity.ERROR, Severity.WARNING]
+    (f,) = lint(text, "SD117")
+    assert spanned(text, f) == "{{ name }}"
+    assert f.severity == Severity.ERROR  # User= makes it fatal
+    assert "3 placeholders" in f.message
+    assert "`{{ user }}` (User=, line 4)" in f.message and "`@PORT@`" in f.message
+    assert [span.start.line for _path, span in f.related] == [4, 5]
+
+
+def test_sd117_fill_in_words_and_an_envsubst_template_are_placeholders_once():
+    text = (
+        "[Service]\nUser=${VLLM_USER}\nWorkingDirectory=${VLLM_HOME}\n"
+        "Environment=HF_TOKEN=hf_your_token_here\n"
+        "ExecStart=${VLLM_HOME}/venv/bin/vllm serve ${MODEL} --port 8000\n"
+    )
+    report = lint_text(text, "vllm.service", LintOptions(shellcheck=False))
+    codes = [f.code for f in report.findings]
+    assert codes.count("SD117") == 1
+    assert not {"SD106", "SD116", "EX204", "EX202"} & set(codes), codes
+    (f,) = [f for f in report.findings if f.code == "SD117"]
+    assert "5 placeholders" in f.message and "`hf_your_token_here`" in f.message
+    one = "[Service]\nUser=vllm\nWorkingDirectory=${HOME}/vllm\nExecStart=/bin/true\n"
+    assert lint(one, "SD117") == []  # one ${HOME}: SD116's mistake, not a template
 
 
 def test_sd117_replaces_the_vllm_findings_about_the_placeholder_words():

@@ -33,12 +33,43 @@ def only(findings: list[Finding]) -> Finding:
     return findings[0]
 
 
-def test_two_units_on_every_gpu_at_the_default_fraction_are_reported_on_both() -> None:
+def test_two_units_on_every_gpu_at_the_default_fraction_are_reported_once() -> None:
     found = lint_two(unit("/models/a --port 8001"), unit("/models/b --port 8002"))
-    fa, fb = only(found["a.service"]), only(found["b.service"])
+    fa = only(found["a.service"])
+    assert found["b.service"] == []
     assert fa.severity == Severity.WARNING
     assert "every GPU" in fa.message and "b.service" in fa.message
-    assert "1.8" in fa.message and "a.service" in fb.message
+    assert "1.8" in fa.message
+
+
+def _lint_many(texts: dict[str, str], same_host: tuple[tuple[str, ...], ...] = ()) -> list:
+    units = [parse_text(text, f"/srv/{name}") for name, text in texts.items()]
+    options = LintOptions(
+        vllm_version="0.16.0", shellcheck=False, select=("VL332",), same_host=same_host
+    )
+    return [f for fr in lint_units(units, options).files for f in fr.findings]
+
+
+def test_three_units_that_fit_in_pairs_but_not_together_are_reported_once_naming_all() -> None:
+    texts = {
+        f"{n}.service": unit(f"/models/{n} --port 800{i} --gpu-memory-utilization 0.4", "0")
+        for i, n in enumerate("abc")
+    }
+    [finding] = _lint_many(texts, same_host=(tuple(texts),))
+    assert finding.path == "/srv/a.service"
+    assert "GPU 0 also used by b.service (line 3) and c.service (line 3)" in finding.message
+    assert "1.2 of the GPU" in finding.message
+    assert finding.data["other_units"] == ["/srv/b.service", "/srv/c.service"]
+
+
+def test_units_tied_by_wants_or_part_of_share_a_machine_without_same_host() -> None:
+    a = "[Unit]\nWants=b.service\n" + unit("/models/a --port 8001 --gpu-memory-utilization 0.6")
+    b = "[Unit]\nPartOf=c.service\n" + unit("/models/b --port 8002 --gpu-memory-utilization 0.3")
+    c = unit("/models/c --port 8003 --gpu-memory-utilization 0.3")
+    [finding] = _lint_many({"a.service": a, "b.service": b, "c.service": c})
+    assert "every GPU also used by b.service (line 4) and c.service (line 2)" in finding.message
+    untied = a.replace("Wants=b.service", "Wants=network-online.target")
+    assert _lint_many({"a.service": untied, "b.service": b, "c.service": c}) == []
 
 
 def test_overlapping_device_lists_name_the_shared_gpus() -> None:

@@ -20,8 +20,9 @@ def specifier_means_something_else(ctx: UnitContext) -> Iterator[Hit]:
 
     What it does:
     Finds `%h` in the value of an address option (`--host`, `--node-ip-address`,
-    `--bind`, …) of an Exec command, and `%u`/`%U` in `User=`. With `DynamicUser=yes` the
-    latter is an error.
+    `--bind`, …) of an Exec command, and `%u`/`%U` in `User=` of a system unit. With
+    `DynamicUser=yes` the latter is an error. In a user unit (`systemctl --user`) `%h` is
+    that user's home, still no host name; `User=%u` there names the user who runs it.
 
     Why is this bad?
     In the system manager `%h` is the home directory of the user running the manager
@@ -42,8 +43,8 @@ def specifier_means_something_else(ctx: UnitContext) -> Iterator[Hit]:
     """
     yield from _home_as_host(ctx)
     user = ctx.unit.last("Service", "User")
-    if user is None:
-        return
+    if user is None or ctx.user_manager is not None:
+        return  # in a user unit `%u` is the user who runs it: User=%u changes nothing
     for use in find_specifiers(user.value.text, ctx.version):
         if use.letter not in "uU":
             continue

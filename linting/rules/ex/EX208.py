@@ -11,7 +11,7 @@ from linting.rules.registry import rule
 _REFERENCE = re.compile(r"(?<!\$)\$(\{[A-Za-z_][A-Za-z0-9_]*[^}]*\}|[A-Za-z_][A-Za-z0-9_]*)")
 
 
-@rule("EX208", Severity.WARNING)
+@rule("EX208", Severity.WARNING, supersedes=("OP412",))
 def variable_in_environment_value(ctx: UnitContext) -> Iterator[Hit]:
     """
     `$VAR` or `${VAR}` inside an `Environment=` value, which systemd does not expand.

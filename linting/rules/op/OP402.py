@@ -24,11 +24,13 @@ def kill_mode_leaves_gpu_workers(ctx: UnitContext) -> Iterator[Hit]:
     Example:
     ```ini
     KillMode=process
+    ExecStart=/opt/vllm/bin/vllm serve /models/m
     ```
 
     Use instead:
     ```ini
     KillMode=control-group
+    ExecStart=/opt/vllm/bin/vllm serve /models/m
     ```
     (the default: every process of the unit is stopped).
     """

@@ -28,11 +28,13 @@ def stop_timeout_too_short(ctx: UnitContext) -> Iterator[Hit]:
     Example:
     ```ini
     TimeoutStopSec=5s
+    ExecStart=/opt/vllm/bin/vllm serve /models/m
     ```
 
     Use instead:
     ```ini
     TimeoutStopSec=120s
+    ExecStart=/opt/vllm/bin/vllm serve /models/m
     ```
     """
     if not ctx.vllm_servers:

@@ -23,7 +23,8 @@ def command_daemonizes(ctx: UnitContext) -> Iterator[Hit]:
     What it does:
     Finds `ray start` without `--block`, `docker run -d` / `podman run --detach`,
     `docker compose up -d`, and shell scripts that end with a command in the background
-    (`… &`) without `wait`, in services of `Type=simple` (the default) or `exec`.
+    (`… &`) without `wait`, in services of `Type=simple` (the default) or `exec`; and the
+    `docker run -d` of a vLLM image inside the wrapper script `ExecStart=` runs.
 
     Why is this bad?
     With these types the command *is* the service: when it exits, systemd considers the
@@ -55,6 +56,20 @@ def command_daemonizes(ctx: UnitContext) -> Iterator[Hit]:
                 "and stops what it left running",
                 path=cmd.assignment.path,
             )
+    for vc in ctx.vllm_servers:
+        run = vc.container
+        if run is None or not run.detached or vc.script is None:
+            continue
+        if not _ends_script(ctx, vc.script, run.image.span().start.line):
+            continue  # more follows (`docker logs -f`, `docker wait`): it may keep running
+        yield Hit(
+            run.image.span(),
+            f"the script runs `{run.engine} run -d` and ends: systemd considers the service "
+            f"finished while the container runs on outside it, so Restart= and stop no longer "
+            "reach the server; run the container in the foreground (`exec docker run` "
+            "without -d)",
+            path=vc.path,
+        )
 
 
 def _daemonizes(cmd: Command) -> str | None:
@@ -77,3 +92,20 @@ def _daemonizes(cmd: Command) -> str | None:
         if _BACKGROUND_END.search(script) and not re.search(r"\bwait\b", script):
             return "the script's last command runs in the background (`&`) and is not waited for"
     return None
+
+
+# What may follow a detached `docker run` in a script that then simply ends.
+_HARMLESS = re.compile(r"^(?:#|echo\b|printf\b|exit\b|true\b|:)")
+
+
+def _ends_script(ctx: UnitContext, script: str, line: int) -> bool:
+    """Is the command whose words reach `line` the last thing the script does?"""
+    source = ctx.unit.sources.get(script)
+    if source is None:
+        return False
+    lines = source.lines
+    index = line - 1
+    while index < len(lines) and lines[index].rstrip().endswith("\\"):
+        index += 1  # the rest of the command's continuation lines
+    rest = [text.strip() for text in lines[index + 1 :]]
+    return all(not text or _HARMLESS.match(text) for text in rest)

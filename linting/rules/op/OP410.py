@@ -9,6 +9,8 @@ from linting.rules.vl._commands import command_span
 from linting.systemd.values import parse_boolean
 from linting.vllm.invocation import ALL_INTERFACES
 
+ROOT_NAMES = ("root", "0")
+
 
 @rule("OP410", Severity.WARNING)
 def root_on_all_interfaces(ctx: UnitContext) -> Iterator[Hit]:
@@ -16,8 +18,10 @@ def root_on_all_interfaces(ctx: UnitContext) -> Iterator[Hit]:
     A vLLM server that runs as root (no `User=`) and listens on every network interface.
 
     What it does:
-    Reports vLLM `ExecStart=` commands of units without `User=` (and without
-    `DynamicUser=yes`) whose `--host` is absent, empty, `0.0.0.0` or `::`.
+    Reports vLLM `ExecStart=` commands of system units without `User=`, or with
+    `User=root` (or `0`) written out, and without `DynamicUser=yes`, whose `--host` is
+    absent, empty, `0.0.0.0` or `::`. A user unit (`systemctl --user`) runs as its user,
+    never as root, and is not reported.
 
     Why is this bad?
     Without `User=` a system service runs as root. vLLM binds every address unless told
@@ -41,7 +45,8 @@ def root_on_all_interfaces(ctx: UnitContext) -> Iterator[Hit]:
     ```
     (or the address the clients use, behind a firewall or a proxy).
     """
-    if ctx.unit.last_value("Service", "User"):
+    user = ctx.unit.last_value("Service", "User")
+    if (user and user not in ROOT_NAMES) or ctx.user_manager is not None:
         return
     dynamic = ctx.unit.last_value("Service", "DynamicUser")
     if dynamic is not None and parse_boolean(dynamic):
@@ -60,7 +65,7 @@ def root_on_all_interfaces(ctx: UnitContext) -> Iterator[Hit]:
         )
         yield Hit(
             value.span() if value is not None and value.text else command_span(vc),
-            f"vLLM runs as root (no User=) and {where}: anyone who can reach the port talks "
+            f"vLLM runs as root ({'User=' + user if user else 'no User='}) and {where}: anyone who can reach the port talks "
             "to a root process; add User= and --host with the address clients use "
             "(127.0.0.1 behind a proxy)",
             path=vc.path,

@@ -23,6 +23,9 @@ def multiple_exec_start(ctx: UnitContext) -> Iterator[Hit]:
 
     Example:
     ```ini
+    # vllm.service
+    [Service]
+    ExecStart=/opt/vllm/bin/vllm serve /models/m --port 8000
     # vllm.service.d/override.conf
     [Service]
     ExecStart=/opt/vllm/bin/vllm serve /models/m --port 8001
@@ -30,6 +33,10 @@ def multiple_exec_start(ctx: UnitContext) -> Iterator[Hit]:
 
     Use instead:
     ```ini
+    # vllm.service
+    [Service]
+    ExecStart=/opt/vllm/bin/vllm serve /models/m --port 8000
+    # vllm.service.d/override.conf
     [Service]
     ExecStart=
     ExecStart=/opt/vllm/bin/vllm serve /models/m --port 8001

@@ -24,12 +24,13 @@ def missing_exec_start(ctx: UnitContext) -> Iterator[Hit]:
     Example:
     ```ini
     [Service]
-    ExecStart="/opt/vllm/bin/vllm serve /models/m
+    ExecStartPre=/usr/bin/nvidia-smi
     ```
 
     Use instead:
     ```ini
     [Service]
+    ExecStartPre=/usr/bin/nvidia-smi
     ExecStart=/opt/vllm/bin/vllm serve /models/m
     ```
     """

@@ -10,7 +10,7 @@ from linting.rules.registry import rule
 from linting.rules.sd._placeholders import placeholder_in
 
 
-@rule("SD116", Severity.ERROR, supersedes=("SD117",))
+@rule("SD116", Severity.ERROR)
 def working_directory_refused(ctx: UnitContext) -> Iterator[Hit]:
     """
     A `WorkingDirectory=` that systemd refuses, or that cannot exist.
@@ -63,7 +63,7 @@ def working_directory_refused(ctx: UnitContext) -> Iterator[Hit]:
             path=found.path,
             severity=severity,
         )
-    elif not path_is_normalized(path_simplify(path)):
+    elif not path_is_normalized(path_simplify(path, version=ctx.version)):
         yield Hit(
             value.span(),
             f"WorkingDirectory={written} contains `..` (systemd: path is not normalized): "

@@ -27,6 +27,7 @@ def serve_model_option(ctx: UnitContext) -> Iterator[Hit]:
 
     Example:
     ```ini
+    # with vLLM 0.11.0
     ExecStart=/opt/vllm/bin/vllm serve --model /models/m
     ```
 

@@ -75,34 +75,87 @@ def _fraction(text: str | None) -> float | None:
     return value if 0 < value <= 1 else None
 
 
-def _shared(a: frozenset[str] | None, b: frozenset[str] | None) -> str | None:
-    """The GPUs both see, in words; None when they share none (or cannot be compared: an
-    index and a UUID may name one device, but the linter cannot tell)."""
-    if a is None and b is None:
-        return "every GPU"
-    if a is None or b is None:
-        return "GPU " + ",".join(sorted(b if a is None else a, key=_device_order))
-    common = sorted(a & b, key=_device_order)
-    return "GPU " + ",".join(common) if common else None
-
-
 def _device_order(device: str) -> tuple[int, str]:
     """Indices in numeric order (2 before 10), then UUIDs."""
     return (int(device), "") if device.isdigit() else (1 << 30, device)
 
 
-def _on_same_machine(servers: list[_Server]) -> Iterator[tuple[_Server, list[_Server]]]:
-    """Each server with the servers of other units in one of its `--same-host` groups, in
-    run order. Grouped first: comparing every pair would cost a million steps on a run of
-    1,000 units that names no group at all (a third of the Python rules' time)."""
-    where = [same_host_groups(server.unit) for server in servers]
-    groups: dict[str, list[int]] = {}
-    for index, names in enumerate(where):
-        for group in names:
-            groups.setdefault(group, []).append(index)
-    for a, names in zip(servers, where, strict=True):
-        near = sorted({i for group in names for i in groups[group]})
-        yield a, [servers[i] for i in near if servers[i].unit is not a.unit]
+# [Unit] dependencies that start units together (systemd.unit(5)): units tied by them run
+# on one machine at one time, whatever directory the run found them in.
+TIES = ("Requires", "Wants", "BindsTo", "PartOf", "Requisite", "Upholds")
+
+
+def _machines(servers: list[_Server], run: RunContext) -> list[list[_Server]]:
+    """The servers of each machine, in run order: the units of a `--same-host` group, and
+    units tied by Requires=/Wants=/BindsTo=/PartOf= (a union-find over both). Grouped
+    first: comparing every pair would cost a million steps on a run of 1,000 units."""
+    parent = list(range(len(servers)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    linked: set[int] = set()
+    for members in _links(servers):
+        linked.update(members)
+        for other in members[1:]:
+            parent[root(other)] = root(members[0])
+    groups: dict[int, list[_Server]] = {}
+    for index in sorted(linked):
+        groups.setdefault(root(index), []).append(servers[index])
+    return [group for group in groups.values() if len({s.unit.unit.path for s in group}) > 1]
+
+
+def _links(servers: list[_Server]) -> list[list[int]]:
+    """Sets of servers said to share a machine: each `--same-host` group, and each unit
+    with the units its [Unit] ties name."""
+    by_group: dict[str, list[int]] = {}
+    by_name: dict[str, list[int]] = {}
+    for index, server in enumerate(servers):
+        by_name.setdefault(server.unit.unit.name, []).append(index)
+        for group in same_host_groups(server.unit):
+            by_group.setdefault(group, []).append(index)
+    links = list(by_group.values())
+    for index, server in enumerate(servers):
+        unit = server.unit.unit
+        names = {n for key in TIES for a in unit.get_all("Unit", key) for n in a.value.text.split()}
+        tied = [i for name in names - {unit.name} for i in by_name.get(name, [])]
+        if tied:
+            links.append([index, *tied])
+    return links
+
+
+def _overbooked(machine: list[_Server]) -> list[tuple[str, list[_Server]]]:
+    """(the GPUs in words, the servers that reserve more than all of them together), once
+    per set of servers: the largest set on any GPU, every GPU they share named."""
+    devices = sorted({d for s in machine if s.gpus for d in s.gpus}, key=_device_order)
+    on: dict[frozenset[int], list[str]] = {}
+    candidates: list[str | None] = list(devices) or [None]
+    for device in candidates:
+        members = frozenset(i for i, s in enumerate(machine) if s.gpus is None or device in s.gpus)
+        on.setdefault(members, []).append(device if device is not None else "")
+    found = []
+    for members, where in on.items():
+        servers = [machine[i] for i in sorted(members)]
+        if len({s.unit.unit.path for s in servers}) < 2:
+            continue
+        if sum(s.utilization for s in servers) <= 1 + 1e-9:
+            continue
+        if any(members < other for other in on if _over(other, machine)):
+            continue  # a larger set on another GPU is reported instead
+        words = "every GPU" if where == [""] else "GPU " + ",".join(where)
+        found.append((words, servers))
+    return found
+
+
+def _over(members: frozenset[int], machine: list[_Server]) -> bool:
+    servers = [machine[i] for i in members]
+    return (
+        len({s.unit.unit.path for s in servers}) > 1
+        and sum(s.utilization for s in servers) > 1 + 1e-9
+    )
 
 
 @rule("VL332", Severity.WARNING, per_run=True)
@@ -112,10 +165,12 @@ def shared_gpu_memory(run: RunContext) -> Iterator[tuple[UnitContext, Hit]]:
 
     What it does:
     Compares the GPUs of the vLLM `ExecStart=` commands of units that run on one machine
-    (`CUDA_VISIBLE_DEVICES`, indices or UUIDs; unset means every GPU) and, where they
-    share one, adds their `--gpu-memory-utilization` (0.9 when absent). Only units named
-    together by `--same-host` count as one machine (specadmin's deploy page names the
-    host's deployed units so): unlike ports, a directory of alternative units that all
+    (`CUDA_VISIBLE_DEVICES`, indices or UUIDs; unset means every GPU) and, where two or
+    more share one, adds their `--gpu-memory-utilization` (0.9 when absent); a sum above
+    1 is reported once, on the first of them, naming all the others. Units named together
+    by `--same-host` count as one machine (specadmin's deploy page names the host's
+    deployed units so), and so do units tied by `Requires=`, `Wants=`, `BindsTo=`,
+    `PartOf=` (started together); unlike ports, a directory of alternative units that all
     use every GPU is common, and would be reported throughout. Units whose devices the
     linter cannot read (a variable, an unreadable `EnvironmentFile=`, a `--config`
     file, a container) are left out.
@@ -129,42 +184,65 @@ def shared_gpu_memory(run: RunContext) -> Iterator[tuple[UnitContext, Hit]]:
     Example:
     ```ini
     # vllm-a.service
+    [Unit]
+    Wants=vllm-b.service
+    [Service]
     ExecStart=/opt/vllm/bin/vllm serve /models/a --port 8001
     # vllm-b.service
+    [Service]
     ExecStart=/opt/vllm/bin/vllm serve /models/b --port 8002
     ```
 
     Use instead:
     ```ini
     # vllm-a.service
+    [Unit]
+    Wants=vllm-b.service
+    [Service]
     Environment=CUDA_VISIBLE_DEVICES=0,1
     ExecStart=/opt/vllm/bin/vllm serve /models/a --port 8001
     # vllm-b.service
+    [Service]
     Environment=CUDA_VISIBLE_DEVICES=2,3
     ExecStart=/opt/vllm/bin/vllm serve /models/b --port 8002
     ```
     """
-    if not run.options.same_host:
+    if not run.options.same_host and not _any_ties(run):
         return  # no unit is said to share a machine with another (see above)
     servers = [item for unit in run.units for item in _servers(unit)]
-    for a, others in _on_same_machine(servers):
-        for b in others:
-            shared = _shared(a.gpus, b.gpus)
-            total = a.utilization + b.utilization
-            if shared is None or total <= 1:
-                continue
-            yield (
-                a.unit,
-                Hit(
-                    a.span,
-                    f"{shared} also used by {b.unit.unit.name} (line {b.span.start.line}) on "
-                    f"the same machine, which reserves {b.utilization:g} of its memory: with "
-                    f"this unit's {a.utilization:g} that is {total:g} of the GPU, so the "
-                    'second server to start refuses ("Free memory on device … is less than '
-                    'desired GPU memory utilization"). Give them different '
-                    "CUDA_VISIBLE_DEVICES, or fractions that sum to at most 1",
-                    {"other_unit": b.unit.unit.path, "utilization": total},
-                    path=a.vc.path,
-                ),
-            )
-            break
+    for machine in _machines(servers, run):
+        for shared, group in _overbooked(machine):
+            yield group[0].unit, _hit(shared, group)
+
+
+def _any_ties(run: RunContext) -> bool:
+    return any(unit.unit.get_all("Unit", key) for unit in run.units for key in TIES)
+
+
+def _hit(shared: str, group: list[_Server]) -> Hit:
+    """One finding for the whole set, on its first server (the unit a deploy adds)."""
+    first, others = group[0], group[1:]
+    total = sum(s.utilization for s in group)
+    named = _and([f"{s.unit.unit.name} (line {s.span.start.line})" for s in others])
+    fractions = _and([f"{s.utilization:g}" for s in others])
+    verb = "reserves" if len(others) == 1 else "reserve"
+    who = "second server" if len(group) == 2 else "last servers"
+    return Hit(
+        first.span,
+        f"{shared} also used by {named} on the same machine, which {verb} {fractions} "
+        f"of its memory: with this unit's {first.utilization:g} that is {total:g} of the "
+        f"GPU, so the {who} to start refuse"
+        + ("s" if len(group) == 2 else "")
+        + ' ("Free memory on device … is less than desired GPU memory utilization"). Give '
+        "them different CUDA_VISIBLE_DEVICES, or fractions that sum to at most 1",
+        {
+            "other_unit": others[0].unit.unit.path,
+            "other_units": [s.unit.unit.path for s in others],
+            "utilization": total,
+        },
+        path=first.vc.path,
+    )
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

@@ -5,53 +5,6 @@ Each check reads the argv the program actually receives (after systemd's unquoti
 (`--vllm-version`), and says whether vLLM exits at argument parsing, fails at engine
 start, or silently runs something other than what was written.
 
-Importing this package registers its rules; one module per rule, named after its code.
+One module per rule, named after its code; the code table (linting/rules/codes.py) lists
+them, and importing `linting.rules` registers them.
 """
-
-from linting.rules.vl import (
-    VL301,
-    VL302,
-    VL303,
-    VL304,
-    VL305,
-    VL306,
-    VL307,
-    VL308,
-    VL309,
-    VL320,
-    VL321,
-    VL322,
-    VL323,
-    VL324,
-    VL325,
-    VL326,
-    VL327,
-    VL328,
-    VL330,
-    VL331,
-    VL332,
-)
-
-__all__ = [
-    "VL301",
-    "VL302",
-    "VL303",
-    "VL304",
-    "VL305",
-    "VL306",
-    "VL307",
-    "VL308",
-    "VL309",
-    "VL320",
-    "VL321",
-    "VL322",
-    "VL323",
-    "VL324",
-    "VL325",
-    "VL326",
-    "VL327",
-    "VL328",
-    "VL330",
-    "VL331",
-    "VL332",
-]
