@@ -28,21 +28,17 @@ from units.preview import FieldRow, Issue, Section
 from units.profile_data import (
     BOOL_FIELDS,
     DEFAULT_VLLM_EXECUTABLE,
-    INT_FIELDS,
     default_data,
     normalize_profile_data,
     profile_data,
 )
+from units.schema import FIELDS, Kind, Widget
 from units.selectors import NO_METHOD
 from units.speculative import SPEC_FIELDS, method_shape, spec_methods
 from units.unicode_text import validate_visible
 from units.validation import field_choices
 
-_LINE_FIELDS = frozenset({"served_model_names", "extra_args", "environment"})
-_SELECT_FIELDS = frozenset(
-    {"spec_method", "restart", "target_vllm_version", "target_systemd_version"}
-)
-_DATALIST_FIELDS = frozenset({"quantization", "kv_cache_dtype"})
+_DATALIST_FIELDS = frozenset(n for n, f in FIELDS.items() if f.widget == Widget.DATALIST)
 _NEGATIVE_NUMBER = re.compile(r"-\d+\Z|-\d*\.\d+\Z")
 _OPTION_AND_VALUE = re.compile(r"(\S+)\s+(\S.*)\Z", re.S)
 
@@ -160,13 +156,14 @@ def initial_from_data(data: dict[str, Any]) -> dict[str, Any]:
     initial: dict[str, Any] = {}
     for name in PROFILE_FIELDS:
         value = data.get(name)
-        if name in BOOL_FIELDS:
+        kind = FIELDS[name].kind
+        if kind == Kind.BOOL:
             initial[name] = bool(value)
-        elif name == "served_model_names":
+        elif kind == Kind.NAMES:
             initial[name] = "\n".join(value or [])
-        elif name == "extra_args":
+        elif kind == Kind.ARGS:
             initial[name] = extra_args_text(list(value or []))
-        elif name == "environment":
+        elif kind == Kind.ENV:
             initial[name] = "\n".join(f"{k}={v}" for k, v in (value or {}).items())
         else:
             initial[name] = "" if value is None else str(value)
@@ -174,17 +171,18 @@ def initial_from_data(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _widget(name: str) -> forms.Widget:
+    """The field's widget as the field table describes it (units.schema)."""
+    field = FIELDS[name]
     attrs: dict[str, str] = {"aria-describedby": f"issues-{name} help-{name}"}
-    if name in _LINE_FIELDS:
-        rows = {"served_model_names": 2, "extra_args": 5, "environment": 4}[name]
-        return forms.Textarea(attrs={**attrs, "rows": str(rows), "spellcheck": "false"})
-    if name in BOOL_FIELDS:
+    if field.widget == Widget.LINES:
+        return forms.Textarea(attrs={**attrs, "rows": str(field.rows), "spellcheck": "false"})
+    if field.widget == Widget.CHECKBOX:
         return forms.CheckboxInput(attrs=attrs)
-    if name in _SELECT_FIELDS:
+    if field.widget == Widget.SELECT:
         return forms.Select(attrs=attrs)
-    if name in INT_FIELDS:
+    if field.widget == Widget.NUMBER:
         attrs["inputmode"] = "numeric"
-    if name in _DATALIST_FIELDS:
+    if field.widget == Widget.DATALIST:
         attrs["list"] = f"choices-{name}"
     return forms.TextInput(attrs={**attrs, "spellcheck": "false", "autocomplete": "off"})
 
@@ -272,11 +270,16 @@ class ProfileForm(forms.Form):
         """The canonical data the inputs describe (works on invalid input too: validation
         then names what is wrong)."""
         values: dict[str, Any] = {name: self._value(name) for name in PROFILE_FIELDS}
-        values["served_model_names"] = _lines(values["served_model_names"])
-        values["extra_args"] = parse_extra_args(values["extra_args"])
-        values["environment"], _ = parse_environment(values["environment"])
-        for name in BOOL_FIELDS:
-            values[name] = bool(values[name])
+        for name in PROFILE_FIELDS:
+            kind = FIELDS[name].kind
+            if kind == Kind.NAMES:
+                values[name] = _lines(values[name])
+            elif kind == Kind.ARGS:
+                values[name] = parse_extra_args(values[name])
+            elif kind == Kind.ENV:
+                values[name], _ = parse_environment(values[name])
+            elif kind == Kind.BOOL:
+                values[name] = bool(values[name])
         if self.profile is not None:
             values["name"] = self.profile.name
         return normalize_profile_data(values)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ from django.template.loader import get_template
 
 from units.gpu_free import BASH_MEMORY_FREE
 from units.profile_data import normalize_profile_data
+from units.schema import FIELDS, OPTION_ORDER, SPEC_CONFIG_FLAG, Kind, Target, fields_writing
 from units.speculative import spec_config
 from units.templatetags.unitfile import spec_json
 from units.unicode_text import split_lines
@@ -65,41 +65,28 @@ def _program_groups(data: dict[str, Any]) -> list[ArgGroup]:
     return [ArgGroup("vllm_executable", (exe, "serve")), ArgGroup("model", (data["model"],))]
 
 
+def _option_group(name: str, value: Any) -> ArgGroup | None:
+    """The words field `name` writes for `value` (units.schema: its flag and kind); None
+    when it writes nothing. Options a profile always writes (host, port, tensor parallel
+    size) are required fields and so never empty."""
+    field = FIELDS[name]
+    if field.kind == Kind.BOOL:
+        words: tuple[Any, ...] = (field.flag,) if value else ()
+    elif field.kind == Kind.NAMES:
+        words = (field.flag, *value) if value else ()
+    else:
+        words = () if value is None or value == "" else (field.flag, value)
+    return ArgGroup(name, tuple(str(w) for w in words)) if words else None
+
+
 def _option_groups(data: dict[str, Any]) -> list[ArgGroup]:
-    """One group per vLLM option a profile field sets, in a fixed order."""
-    groups: list[ArgGroup] = []
-
-    def add(field_name: str, *words: Any) -> None:
-        groups.append(ArgGroup(field_name, tuple(str(w) for w in words)))
-
-    if data["served_model_names"]:
-        add("served_model_names", "--served-model-name", *data["served_model_names"])
-    add("host", "--host", data["host"])
-    add("port", "--port", data["port"])
-    add("tensor_parallel_size", "--tensor-parallel-size", data["tensor_parallel_size"])
-    if data["enable_expert_parallel"]:
-        add("enable_expert_parallel", "--enable-expert-parallel")
-    if data["trust_remote_code"]:
-        add("trust_remote_code", "--trust-remote-code")
-    _add_engine_options(data, add)
+    """One group per vLLM option a profile field sets, in a fixed order
+    (units.schema.OPTION_ORDER), then the speculative config."""
+    groups = [g for name in OPTION_ORDER if (g := _option_group(name, data[name])) is not None]
     config = spec_config(data)
     if config is not None:
-        add("spec_method", "--speculative-config", spec_json(config))
+        groups.append(ArgGroup("spec_method", (SPEC_CONFIG_FLAG, spec_json(config))))
     return groups
-
-
-def _add_engine_options(data: dict[str, Any], add: Callable[..., None]) -> None:
-    """The optional engine sizing and dtype options, each only when set."""
-    if data["max_model_len"]:
-        add("max_model_len", "--max-model-len", data["max_model_len"])
-    if data["max_num_seqs"] is not None:
-        add("max_num_seqs", "--max-num-seqs", data["max_num_seqs"])
-    if data["gpu_memory_utilization"] is not None:
-        add("gpu_memory_utilization", "--gpu-memory-utilization", data["gpu_memory_utilization"])
-    if data["quantization"]:
-        add("quantization", "--quantization", data["quantization"])
-    if data["kv_cache_dtype"]:
-        add("kv_cache_dtype", "--kv-cache-dtype", data["kv_cache_dtype"])
 
 
 def _extra_arg_groups(extra_args: list[str]) -> list[ArgGroup]:
@@ -205,19 +192,8 @@ def render_unit(data: dict[str, Any]) -> str:
     return get_template(TEMPLATE_NAME).render(render_context(data))
 
 
-# Settings whose line maps to one field (lint findings → form fields).
-_KEY_FIELDS = {
-    "Description": "description",
-    "User": "user",
-    "Group": "group",
-    "WorkingDirectory": "working_directory",
-    "EnvironmentFile": "environment_file",
-    "ExecStartPre": "gpu_free_wait_sec",
-    "Restart": "restart",
-    "RestartSec": "restart_sec",
-    "TimeoutStartSec": "timeout_start_sec",
-    "TimeoutStopSec": "timeout_stop_sec",
-}
+# Settings whose line maps to one field (lint findings → form fields), from the table.
+_KEY_FIELDS = {f.writes.name: f.name for f in fields_writing(Target.SETTING) if f.writes.line}
 
 
 @dataclass(frozen=True)

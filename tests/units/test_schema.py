@@ -1,0 +1,68 @@
+"""The field table (units/schema.py) is the one description of a profile's fields: the
+model's columns, the form, the labels and keys, the data's shape and the rendering all
+follow it."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import AbstractBaseUser
+
+from tests.units.factories import baseline
+from units.field_texts import HELP, KEYS, LABELS, SECTIONS
+from units.forms import ProfileForm
+from units.models import PROFILE_FIELDS, ServiceProfile
+from units.profile_data import BOOL_FIELDS, INT_FIELDS, STRING_FIELDS, default_data
+from units.rendering import profile_argv
+from units.schema import FIELDS, OPTION_ORDER, Kind, Target, Widget
+from units.validation import OWNED_DESTS
+
+pytestmark = pytest.mark.django_db
+
+SAMPLE = {Kind.TEXT: "fp8", Kind.INT: 7, Kind.BOOL: True, Kind.DECIMAL: "0.5", Kind.NAMES: ["a"]}
+
+
+def test_the_table_describes_exactly_the_model_columns() -> None:
+    assert set(FIELDS) == set(PROFILE_FIELDS)
+    assert [name for _, _, names in SECTIONS for name in names] == list(FIELDS)
+
+
+def test_every_model_default_is_the_tables() -> None:
+    columns = {f.name: f for f in ServiceProfile._meta.local_fields}
+    for name, field in FIELDS.items():
+        column = columns[name]
+        if field.default is None:
+            assert not column.has_default() or column.get_default() in ("", None), name
+        else:
+            expected = field.default() if callable(field.default) else field.default
+            assert column.get_default() == expected, name
+
+
+def test_the_data_shape_follows_the_kinds() -> None:
+    assert {n for n, f in FIELDS.items() if f.kind == Kind.TEXT} == STRING_FIELDS
+    assert {n for n, f in FIELDS.items() if f.kind == Kind.INT} == INT_FIELDS
+    assert {n for n, f in FIELDS.items() if f.kind == Kind.BOOL} == BOOL_FIELDS
+    assert set(default_data()) == set(FIELDS)
+
+
+def test_every_field_has_its_label_help_key_and_widget_on_the_form(
+    alice: AbstractBaseUser,
+) -> None:
+    form = ProfileForm()
+    for name, field in FIELDS.items():
+        assert LABELS[name] == field.label == form.fields[name].label
+        assert HELP[name] == field.help == form.fields[name].help_text
+        assert KEYS[name] == field.writes.key
+        widget = type(form.fields[name].widget).__name__
+        assert (widget == "CheckboxInput") == (field.widget == Widget.CHECKBOX), name
+        assert (widget == "Textarea") == (field.widget == Widget.LINES), name
+
+
+@pytest.mark.parametrize("name", OPTION_ORDER)
+def test_every_flag_field_renders_its_flag_and_the_extra_arguments_may_not_set_it(
+    name: str,
+) -> None:
+    field = FIELDS[name]
+    assert field.writes.target == Target.FLAG
+    argv = profile_argv(baseline(**{name: SAMPLE[field.kind]}))
+    assert field.flag in argv
+    assert field.flag.removeprefix("--").replace("-", "_") in OWNED_DESTS
