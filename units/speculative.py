@@ -116,7 +116,11 @@ def validate_spec(data: dict[str, Any], errors: dict[str, list[str]]) -> None:
         return
     _check_fields_the_method_takes(method, shape, given, errors)
     _check_token_count(data, errors)
-    _check_prompt_lookup(data, errors)
+    if "spec_prompt_lookup_min" in shape.takes:
+        # vLLM checks min ≤ max (and fills in the other from one) only for the n-gram
+        # methods: `if self.method in ("ngram", "ngram_gpu")` in SpeculativeConfig.
+        # __post_init__ (vllm/config/speculative.py); other methods do not take them.
+        _check_prompt_lookup(data, errors)
     _check_draft_tensor_parallel(data, shape, errors)
     _check_draft_model_text(data, shape, errors)
 

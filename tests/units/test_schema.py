@@ -11,9 +11,16 @@ from tests.units.factories import baseline
 from units.field_texts import HELP, KEYS, LABELS, SECTIONS
 from units.forms import ProfileForm
 from units.models import PROFILE_FIELDS, ServiceProfile
-from units.profile_data import BOOL_FIELDS, INT_FIELDS, STRING_FIELDS, default_data
+from units.profile_data import (
+    BOOL_FIELDS,
+    INT_FIELDS,
+    STRING_FIELDS,
+    default_data,
+    normalize_profile_data,
+)
 from units.rendering import profile_argv
 from units.schema import FIELDS, OPTION_ORDER, Kind, Target, Widget
+from units.speculative import validate_spec
 from units.validation import OWNED_DESTS
 
 pytestmark = pytest.mark.django_db
@@ -66,3 +73,34 @@ def test_every_flag_field_renders_its_flag_and_the_extra_arguments_may_not_set_i
     argv = profile_argv(baseline(**{name: SAMPLE[field.kind]}))
     assert field.flag in argv
     assert field.flag.removeprefix("--").replace("-", "_") in OWNED_DESTS
+
+
+def test_prompt_lookup_order_is_judged_only_for_the_methods_that_take_it() -> None:
+    """vLLM compares min and max only for ngram/ngram_gpu; for a draft-model method the
+    fields are refused as not taken, without a second, misleading "min > max"."""
+    eagle = validate_spec_errors(
+        baseline(
+            spec_method="eagle",
+            spec_draft_model="/m",
+            spec_num_tokens=3,
+            spec_prompt_lookup_min=9,
+            spec_prompt_lookup_max=4,
+        )
+    )
+    assert all("larger than max" not in m for m in eagle["spec_prompt_lookup_min"])
+    assert any("does not take" in m for m in eagle["spec_prompt_lookup_min"])
+    ngram = validate_spec_errors(
+        baseline(
+            spec_method="ngram",
+            spec_num_tokens=3,
+            spec_prompt_lookup_min=9,
+            spec_prompt_lookup_max=4,
+        )
+    )
+    assert any("larger than max" in m for m in ngram["spec_prompt_lookup_min"])
+
+
+def validate_spec_errors(data: dict) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    validate_spec(normalize_profile_data(data), errors)
+    return errors
