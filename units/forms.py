@@ -124,6 +124,31 @@ def extra_args_text(words: list[str]) -> str:
     return "\n".join(lines)
 
 
+def unit_extra_text(pairs: list[list[str]]) -> str:
+    """[section, line] pairs → the form's text: a `[Section]` line before each run."""
+    lines: list[str] = []
+    current = None
+    for section, line in pairs:
+        if section != current:
+            lines.append(f"[{section}]")
+            current = section
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def parse_unit_extra(text: str | None) -> list[list[str]]:
+    """The form's text → [section, line] pairs; lines before any `[Section]` belong to
+    [Service]. Validation judges each line."""
+    pairs: list[list[str]] = []
+    section = "Service"
+    for line in _lines(text):
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+        else:
+            pairs.append([section, line])
+    return pairs
+
+
 @cache
 def all_spec_methods() -> tuple[str, ...]:
     """Every method any catalogued vLLM version accepts (for the list filter)."""
@@ -165,6 +190,12 @@ def initial_from_data(data: dict[str, Any]) -> dict[str, Any]:
             initial[name] = extra_args_text(list(value or []))
         elif kind == Kind.ENV:
             initial[name] = "\n".join(f"{k}={v}" for k, v in (value or {}).items())
+        elif kind == Kind.WORDS:
+            initial[name] = "\n".join(value or [])
+        elif kind == Kind.SETTINGS:
+            initial[name] = unit_extra_text(value or [])
+        elif kind == Kind.LAYOUT:
+            initial[name] = list(value or [])
         else:
             initial[name] = "" if value is None else str(value)
     return initial
@@ -219,7 +250,16 @@ class ProfileForm(forms.Form):
         )
         kwargs.setdefault("initial", initial_from_data(start))
         super().__init__(*args, **kwargs)
+        # Fields not on the form (the command line's order) are carried from where the
+        # edit started; the save keeps them.
+        self._carried = {
+            name: start.get(name, [])
+            for name in PROFILE_FIELDS
+            if FIELDS[name].widget == Widget.NONE
+        }
         for name in PROFILE_FIELDS:
+            if name in self._carried:
+                continue
             field_class = forms.BooleanField if name in BOOL_FIELDS else forms.CharField
             extra = {} if name in BOOL_FIELDS else {"strip": False}
             self.fields[name] = field_class(
@@ -269,7 +309,10 @@ class ProfileForm(forms.Form):
     def to_data(self) -> dict[str, Any]:
         """The canonical data the inputs describe (works on invalid input too: validation
         then names what is wrong)."""
-        values: dict[str, Any] = {name: self._value(name) for name in PROFILE_FIELDS}
+        values: dict[str, Any] = {
+            name: self._value(name) if name in self.fields else self._carried[name]
+            for name in PROFILE_FIELDS
+        }
         for name in PROFILE_FIELDS:
             kind = FIELDS[name].kind
             if kind == Kind.NAMES:
@@ -280,6 +323,10 @@ class ProfileForm(forms.Form):
                 values[name], _ = parse_environment(values[name])
             elif kind == Kind.BOOL:
                 values[name] = bool(values[name])
+            elif kind == Kind.WORDS:
+                values[name] = _lines(values[name])
+            elif kind == Kind.SETTINGS:
+                values[name] = parse_unit_extra(values[name])
         if self.profile is not None:
             values["name"] = self.profile.name
         return normalize_profile_data(values)

@@ -80,6 +80,12 @@ class ServiceProfile(models.Model):
     spec_draft_model = models.CharField(max_length=500, blank=True)
     spec_draft_tensor_parallel_size = models.PositiveIntegerField(null=True, blank=True)
     extra_args = models.JSONField(default=default_of("extra_args"), blank=True)
+    # What an imported unit had that no field describes, kept as written (units.importing;
+    # docs/unit-import.md): ExecStart= words in unit syntax, the command line's order, and
+    # more unit lines.
+    extra_args_verbatim = models.JSONField(default=default_of("extra_args_verbatim"), blank=True)
+    command_layout = models.JSONField(default=default_of("command_layout"), blank=True)
+    unit_extra = models.JSONField(default=default_of("unit_extra"), blank=True)
     environment = models.JSONField(default=default_of("environment"), blank=True)
     # Secrets (HF_TOKEN, VLLM_API_KEY for --api-key, …) stay on the host in this file;
     # the unit names it with EnvironmentFile= and specadmin never reads or shows it.

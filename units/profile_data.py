@@ -140,7 +140,14 @@ _KIND_NORMALIZERS: dict[Kind, Callable[[Any], Any]] = {
     Kind.DECIMAL: _decimal_text,
     Kind.NAMES: _normalize_served_names,
     Kind.ARGS: lambda value: list(value) if isinstance(value, tuple) else value,
+    Kind.WORDS: lambda value: list(value) if isinstance(value, tuple) else value,
     Kind.ENV: lambda value: dict(value) if isinstance(value, dict) else value,
+    Kind.SETTINGS: lambda value: (
+        [list(v) if isinstance(v, tuple) else v for v in value]
+        if isinstance(value, list | tuple)
+        else value
+    ),
+    Kind.LAYOUT: lambda value: list(value) if isinstance(value, tuple) else value,
 }
 _NORMALIZERS: dict[str, Callable[[Any], Any]] = {
     name: _KIND_NORMALIZERS[field.kind]

@@ -31,7 +31,10 @@ class Kind(StrEnum):
     DECIMAL = "decimal"  # normalised decimal text ("0.92") or None
     NAMES = "names"  # list[str], one per line in the form
     ARGS = "args"  # list[str] of argv words
+    WORDS = "words"  # list[str] of ExecStart= words in unit syntax, one per line
     ENV = "env"  # dict[str, str]
+    SETTINGS = "settings"  # list of [section, "Key=value"], written as given
+    LAYOUT = "layout"  # list[str]: the order of the command line (units.layout)
 
 
 class Widget(StrEnum):
@@ -43,6 +46,7 @@ class Widget(StrEnum):
     CHECKBOX = "checkbox"
     SELECT = "select"  # the known choices (validation judges them)
     DATALIST = "datalist"  # free text with the target version's choices suggested
+    NONE = "none"  # not on the form: bookkeeping carried from the profile
 
 
 class Target(StrEnum):
@@ -57,6 +61,8 @@ class Target(StrEnum):
     ENV_VAR = "env var"  # one Environment= variable
     ENVIRONMENT = "environment"  # Environment= lines, one per variable
     ARGV = "argv"  # more ExecStart= words
+    VERBATIM_ARGV = "verbatim argv"  # more ExecStart= words in unit-file syntax
+    VERBATIM_SETTINGS = "verbatim settings"  # more unit lines, as written
     LINT = "lint"  # only the linter reads it (target versions)
     DEPLOY_JOB = "deploy job"  # read by specadmin's deploy job, not written into the unit
 
@@ -103,6 +109,9 @@ class Field:
     rows: int = 0  # for Widget.LINES
     # The field in a sentence ("… sets the max model length"); default: the label.
     noun: str = ""
+    # What vLLM does when the option is not given, for the options a profile always
+    # writes: an imported command line that did not give one leaves it out (units.layout).
+    vllm_default: object = None
 
     @property
     def in_sentence(self) -> str:
@@ -186,6 +195,7 @@ _TABLE: tuple[Field, ...] = (
         "Address vLLM listens on. 0.0.0.0 is every interface: the API is then open to the network.",
         default="0.0.0.0",
         noun="host",
+        vllm_default="0.0.0.0",
     ),
     Field(
         "port",
@@ -197,6 +207,7 @@ _TABLE: tuple[Field, ...] = (
         default=8000,
         bounds=Bounds(1, 65535, "The port must be between 1 and 65535."),
         required=True,
+        vllm_default=8000,
         widget=Widget.NUMBER,
     ),
     Field(
@@ -306,6 +317,7 @@ _TABLE: tuple[Field, ...] = (
         default=1,
         bounds=Bounds(1, 64, "The tensor parallel size must be 1 to 64."),
         required=True,
+        vllm_default=1,
         widget=Widget.NUMBER,
     ),
     Field(
@@ -438,6 +450,31 @@ _TABLE: tuple[Field, ...] = (
         widget=Widget.LINES,
         rows=5,
     ),
+    Field(
+        "extra_args_verbatim",
+        Kind.WORDS,
+        "Command-line words, verbatim",
+        "extra",
+        Writes(Target.VERBATIM_ARGV, "ExecStart= words"),
+        "Words written into ExecStart= exactly as here, in unit-file syntax, one per line: "
+        "systemd still expands %-specifiers and $VARIABLES in them (an imported unit's "
+        "words that name a variable, a specifier, or a flag written its own way).",
+        default=list,
+        widget=Widget.LINES,
+        rows=2,
+        noun="verbatim command-line words",
+    ),
+    Field(
+        "command_layout",
+        Kind.LAYOUT,
+        "Command-line order",
+        "extra",
+        Writes(Target.ARGV, "ExecStart= order"),
+        "The order of an imported unit's command line (docs/unit-import.md); empty: "
+        "specadmin's own order.",
+        default=list,
+        widget=Widget.NONE,
+    ),
     # -- environment
     Field(
         "environment",
@@ -536,6 +573,19 @@ _TABLE: tuple[Field, ...] = (
         ),
         required=True,
         widget=Widget.NUMBER,
+    ),
+    Field(
+        "unit_extra",
+        Kind.SETTINGS,
+        "More unit settings, verbatim",
+        "systemd",
+        Writes(Target.VERBATIM_SETTINGS, "[Section] Key="),
+        "Unit lines written as given, under a [Section] line each (e.g. [Service] then "
+        "ExecStartPre=…, LimitNOFILE=65536): what an imported unit set that has no field "
+        "here. ExecStart= is the profile's own.",
+        default=list,
+        widget=Widget.LINES,
+        rows=3,
     ),
     # -- the deploy job's waits (deploys/jobs): bounded so that a whole job, with its
     # rollback, fits the worker's time limit (deploys.jobs.checks)
@@ -645,9 +695,14 @@ def fields_writing(target: Target) -> tuple[Field, ...]:
 
 
 def sections() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
-    """(anchor, title, fields) of the edit page, in the table's order."""
+    """(anchor, title, fields) of the edit page, in the table's order (fields not on the
+    form left out)."""
     return tuple(
-        (anchor, title, tuple(f.name for f in _TABLE if f.section == anchor))
+        (
+            anchor,
+            title,
+            tuple(f.name for f in _TABLE if f.section == anchor and f.widget != Widget.NONE),
+        )
         for anchor, title in SECTION_TITLES
     )
 

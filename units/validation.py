@@ -42,6 +42,7 @@ from units.rendering import MAX_UNIT_BYTES, is_python, render_unit
 from units.schema import FIELDS, OPTION_ORDER, SPEC_CONFIG_FLAG, Bounds, Kind
 from units.speculative import validate_spec
 from units.unicode_text import invisible_problem
+from units.verbatim import check_layout, check_unit_extra, check_verbatim_words
 
 Errors = dict[str, list[str]]
 
@@ -77,7 +78,7 @@ OWNED_DESTS: dict[str, str] = {
 _RANGES: dict[str, Bounds] = {name: f.bounds for name, f in FIELDS.items() if f.bounds}
 _REQUIRED: frozenset[str] = frozenset(name for name, f in FIELDS.items() if f.required)
 _LIST_FIELDS: tuple[str, ...] = tuple(
-    name for name, f in FIELDS.items() if f.kind in (Kind.NAMES, Kind.ARGS)
+    name for name, f in FIELDS.items() if f.kind in (Kind.NAMES, Kind.ARGS, Kind.WORDS)
 )
 
 
@@ -529,6 +530,18 @@ class _Checker:
         if self.ok(*spec_fields):
             validate_spec(self.data, self.errors)
 
+    def verbatim_parts(self) -> None:
+        """The imported unit's words, order and lines (units.verbatim)."""
+        d = self.data
+        if self.ok("extra_args_verbatim"):
+            check_verbatim_words(d["extra_args_verbatim"], self.add)
+        if self.ok("command_layout"):
+            if isinstance(d["command_layout"], list):
+                check_layout(d["command_layout"], self.add)
+            else:
+                self.add("extra_args_verbatim", "Give the command-line order as a list.")
+        check_unit_extra(d["unit_extra"], self.add)
+
     def run(self) -> Errors:
         self.types()
         for check in (
@@ -552,6 +565,7 @@ class _Checker:
             self.environment_file,
             self.restart,
             self.gpu_wait,
+            self.verbatim_parts,
         ):
             check()
         return self.errors

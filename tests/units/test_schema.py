@@ -30,7 +30,8 @@ SAMPLE = {Kind.TEXT: "fp8", Kind.INT: 7, Kind.BOOL: True, Kind.DECIMAL: "0.5", K
 
 def test_the_table_describes_exactly_the_model_columns() -> None:
     assert set(FIELDS) == set(PROFILE_FIELDS)
-    assert [name for _, _, names in SECTIONS for name in names] == list(FIELDS)
+    on_form = [name for name, f in FIELDS.items() if f.widget != Widget.NONE]
+    assert [name for _, _, names in SECTIONS for name in names] == on_form
 
 
 def test_every_model_default_is_the_tables() -> None:
@@ -56,6 +57,9 @@ def test_every_field_has_its_label_help_key_and_widget_on_the_form(
 ) -> None:
     form = ProfileForm()
     for name, field in FIELDS.items():
+        if field.widget == Widget.NONE:
+            assert name not in form.fields
+            continue
         assert LABELS[name] == field.label == form.fields[name].label
         assert HELP[name] == field.help == form.fields[name].help_text
         assert KEYS[name] == field.writes.key
