@@ -221,3 +221,34 @@ class ProfileVersion(models.Model):
 
     def delete(self, *args: object, **kwargs: object):  # type: ignore[override]
         raise ValidationError("Profile versions are immutable.")
+
+
+class UnitImport(models.Model):
+    """A unit file imported into a profile (units.importing): the text as given, where it
+    came from, and whether the rendered unit runs the same commands (docs/unit-import.md).
+    The same text under the same unit name is imported once."""
+
+    unit_name = models.CharField(max_length=256)
+    sha256 = models.CharField(max_length=64)
+    original_text = models.TextField()
+    source = models.CharField(max_length=300, blank=True, help_text="file name or upload")
+    host_name = models.CharField(max_length=100, blank=True)
+    profile = models.ForeignKey(ServiceProfile, on_delete=models.PROTECT, related_name="imports")
+    version = models.ForeignKey(ProfileVersion, on_delete=models.PROTECT, related_name="+")
+    argv_equal = models.BooleanField()
+    environment_equal = models.BooleanField()
+    differences = models.JSONField(default=list)
+    notes = models.JSONField(default=list)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["unit_name", "sha256"], name="unique_unit_import")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.unit_name} → {self.profile.name} v{self.version.number}"
