@@ -9,8 +9,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import Client
+from django.urls import reverse
 
 from units.importing.service import import_unit
 from units.models import ServiceProfile, UnitImport
@@ -98,3 +101,46 @@ def test_importunit_prints_each_profile_and_fails_when_one_is_not_imported(tmp_p
     out = io.StringIO()
     call_command("importunit", str(good), stdout=out)
     assert "imported before as profile qwen v1" in out.getvalue()
+
+
+def _client(user: AbstractBaseUser) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_the_import_page_takes_an_upload_and_a_paste_of_the_same_text_is_the_same_import(
+    alice: AbstractBaseUser,
+) -> None:
+    client = _client(alice)
+    upload = SimpleUploadedFile("qwen.service", UNIT.encode())
+    first = client.post(reverse("units:import"), {"unit_file": upload})
+    assert first.status_code == 302
+    page = client.get(first["Location"])
+    assert "Every Exec command gets the same argv" in page.content.decode()
+    pasted = client.post(
+        reverse("units:import"),
+        {"text": UNIT.replace("\n", "\r\n"), "filename": "qwen.service"},
+        follow=True,
+    )
+    assert "imported before" in pasted.content.decode()
+    assert UnitImport.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"text": "[Service]\nExecStart=/usr/bin/sleep 1\n", "filename": "x.service"},
+        {"text": UNIT, "filename": ""},
+        {"text": UNIT, "filename": "bad name!.service"},
+        {"unit_file": SimpleUploadedFile("q.service", b"\xff\xfe")},
+    ],
+)
+def test_bad_imports_get_a_page_that_says_why_never_a_server_error(
+    alice: AbstractBaseUser, body: dict
+) -> None:
+    response = _client(alice).post(reverse("units:import"), body)
+    assert response.status_code == 400
+    assert 'class="issue error"' in response.content.decode()
+    assert not ServiceProfile.objects.exists()
