@@ -393,6 +393,7 @@ def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) 
         host.gpu_count = facts.get("gpu_count")
         host.gpus = list(facts.get("gpus") or [])
         host.managed_units = list(facts.get("managed_units") or [])
+        host.foreign_vllm_units = list(facts.get("foreign_vllm_units") or [])
         host.probed_at = timezone.now()
         host.probe_error = "\n".join(errors)
         host.probe_queued_at = None
@@ -403,6 +404,7 @@ def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) 
                 "gpu_count",
                 "gpus",
                 "managed_units",
+                "foreign_vllm_units",
                 "probed_at",
                 "probe_error",
                 "probe_queued_at",

@@ -5,6 +5,7 @@ argv, and the environment each command receives, must be equal (docs/unit-import
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from linting.context import UnitContext
@@ -28,8 +29,13 @@ class Sameness:
         return self.argv_equal and self.environment_equal
 
 
-def unit_context(text: str, unit_name: str, options: LintOptions) -> UnitContext:
+def unit_context(
+    text: str, unit_name: str, options: LintOptions, dropins: Sequence[tuple[str, str]] = ()
+) -> UnitContext:
+    """The unit as systemd loads it: the file, then its drop-ins `(path, text)` in order."""
     unit = parse_text(text, unit_name, UnitFile(path=unit_name, name=unit_name))
+    for path, dropin in dropins:
+        parse_text(dropin, path, unit)
     return UnitContext(unit, options)
 
 
@@ -116,10 +122,17 @@ def _environment_differences(original: UnitContext, rendered: UnitContext) -> li
     return problems
 
 
-def compare_units(original: str, rendered: str, unit_name: str, options: LintOptions) -> Sameness:
-    """The argv and environment of every Exec command, original against rendered."""
-    one = unit_context(original, unit_name, options)
-    two = unit_context(rendered, unit_name, options)
+def compare_units(
+    original: str,
+    rendered: str,
+    unit_name: str,
+    options: LintOptions,
+    dropins: Sequence[tuple[str, str]] = (),
+) -> Sameness:
+    """The argv and environment of every Exec command, original against rendered, each
+    with the same drop-ins (they stay on the host)."""
+    one = unit_context(original, unit_name, options, dropins)
+    two = unit_context(rendered, unit_name, options, dropins)
     argv = _argv_differences(one, two)
     env = _environment_differences(one, two)
     return Sameness(not argv, not env, len(one.commands), argv, env)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,7 +107,7 @@ def map_unit(
 
 
 def build_profile_data(
-    text: str, name: str, options: LintOptions
+    text: str, name: str, options: LintOptions, dropins: Sequence[tuple[str, str]] = ()
 ) -> tuple[dict[str, Any], Sameness, list[str]]:
     """Map, drop into verbatim whatever a field refuses, and check; when the check still
     finds a difference, map again with no field but the program and the model."""
@@ -119,10 +120,10 @@ def build_profile_data(
         if errors & _ALWAYS_OURS or "__all__" in errors:
             raise NotImportable(_describe(field_errors(data), errors & _ALWAYS_OURS or {"__all__"}))
         refused |= errors
-    sameness = compare_units(text, render_unit(data), f"{name}.service", options)
+    sameness = compare_units(text, render_unit(data), f"{name}.service", options, dropins)
     if not sameness.equal and refused != _FROM_UNIT - _ALWAYS_OURS:
         plain, notes = map_unit(text, name, options, _FROM_UNIT - _ALWAYS_OURS)
-        retry = compare_units(text, render_unit(plain), f"{name}.service", options)
+        retry = compare_units(text, render_unit(plain), f"{name}.service", options, dropins)
         if retry.equal and not field_errors(plain):
             return plain, retry, [*notes, "Mapped to fields it could not match: kept verbatim."]
     return data, sameness, notes
@@ -142,11 +143,14 @@ def import_unit(
     host: str = "",
     vllm_version: str | None = None,
     systemd_version: int | None = None,
+    dropins: Sequence[tuple[str, str]] = (),
 ) -> ImportResult:
     """Create a profile from unit `text` (`filename` gives its name), or return the
     import of the same text made before. `host`: the host it was read from (recorded;
-    its probed versions are the lint targets when given). ValidationError says what
-    cannot be imported and why; nothing is written then."""
+    its versions, when given, are the lint targets). `dropins`: the unit's drop-ins
+    `(path, text)` as read there; they stay on the host, the check compares with them
+    on both sides, and the import keeps their text. ValidationError says what cannot be
+    imported and why; nothing is written then."""
     if actor is not None and not actor.has_perm(ADD):
         raise PermissionDenied("Importing a unit creates a profile: you may not add profiles.")
     name = unit_name_of(filename)
@@ -161,7 +165,10 @@ def import_unit(
         return ImportResult(record, False, _verdict(record))
     options = _targets(_first_exe(text), vllm_version, systemd_version)
     try:
-        data, sameness, notes = build_profile_data(text, name, options)
+        data, sameness, notes = build_profile_data(text, name, options, dropins)
+        notes += [
+            f"Drop-in {path} (stays on the host, compared as is):\n{t}" for path, t in dropins
+        ]
     except (NotImportable, UnknownVllmVersion) as exc:
         raise ValidationError(f"{name}.service cannot be imported: {exc}") from exc
     _check_savable(data)
