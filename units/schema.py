@@ -685,6 +685,20 @@ OPTION_ORDER: tuple[str, ...] = (
 SPEC_CONFIG_FLAG = "--speculative-config"
 
 
+def _dest(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
+# vLLM's argparse destination → the field that sets it (`model_tag`: the positional MODEL
+# of `vllm serve`; --speculative-config is built from the spec_* fields).
+DEST_FIELDS: dict[str, str] = {
+    "model": "model",
+    "model_tag": "model",
+    **{_dest(FIELDS[name].flag): name for name in OPTION_ORDER},
+    _dest(SPEC_CONFIG_FLAG): "spec_method",
+}
+
+
 def names_of(kind: Kind) -> frozenset[str]:
     """Every field of one kind."""
     return frozenset(f.name for f in _TABLE if f.kind == kind)

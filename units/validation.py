@@ -38,8 +38,8 @@ from units.profile_data import (
     is_ascii_digits,
     normalize_profile_data,
 )
-from units.rendering import MAX_UNIT_BYTES, is_python, render_unit
-from units.schema import FIELDS, OPTION_ORDER, SPEC_CONFIG_FLAG, Bounds, Kind
+from units.rendering import MAX_UNIT_BYTES, exec_start_groups, is_python, render_unit
+from units.schema import DEST_FIELDS, FIELDS, Bounds, Kind
 from units.speculative import validate_spec
 from units.unicode_text import invisible_problem
 from units.verbatim import check_layout, check_unit_extra, check_verbatim_words
@@ -65,15 +65,7 @@ _MAX_LENGTHS = {
 # vLLM destinations a profile field sets: extra arguments must not set them a second time
 # (argparse keeps the last value, so the field would silently lose). `model_tag` is the
 # positional MODEL of `vllm serve`; --speculative-config is written from the spec_* fields.
-OWNED_DESTS: dict[str, str] = {
-    "model": FIELDS["model"].in_sentence,
-    "model_tag": FIELDS["model"].in_sentence,
-    **{
-        FIELDS[name].flag.removeprefix("--").replace("-", "_"): FIELDS[name].in_sentence
-        for name in OPTION_ORDER
-    },
-    SPEC_CONFIG_FLAG.removeprefix("--").replace("-", "_"): FIELDS["spec_method"].in_sentence,
-}
+OWNED_DESTS: dict[str, str] = {dest: FIELDS[name].in_sentence for dest, name in DEST_FIELDS.items()}
 # Integer ranges, and the integers that may not be left empty (units.schema).
 _RANGES: dict[str, Bounds] = {name: f.bounds for name, f in FIELDS.items() if f.bounds}
 _REQUIRED: frozenset[str] = frozenset(name for name, f in FIELDS.items() if f.required)
@@ -541,6 +533,25 @@ class _Checker:
             else:
                 self.add("extra_args_verbatim", "Give the command-line order as a list.")
         check_unit_extra(d["unit_extra"], self.add)
+        self.verbatim_owned_flags()
+
+    def verbatim_owned_flags(self) -> None:
+        """A verbatim word may set what a field sets only while that field writes
+        nothing (an import leaves a field unwritten then); both written, vLLM would keep
+        the last one silently."""
+        catalog = self.catalog()
+        if catalog is None or not self.ok(*PROFILE_FIELDS) or not self.data["extra_args_verbatim"]:
+            return
+        written = {group.field for group in exec_start_groups(self.data)}
+        for word in self.data["extra_args_verbatim"]:
+            match = catalog.resolve_flag(word) if word.startswith("-") else None
+            owner = DEST_FIELDS.get(match.spec.dest) if match else None
+            if owner is not None and owner in written:
+                self.add(
+                    "extra_args_verbatim",
+                    f"“{word}” sets the {OWNED_DESTS[match.spec.dest]}, which its field "  # type: ignore[union-attr]
+                    "writes too: given twice, vLLM silently keeps only the last one.",
+                )
 
     def run(self) -> Errors:
         self.types()

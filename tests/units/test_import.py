@@ -15,11 +15,13 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
+from tests.units.factories import baseline
 from units.importing.service import import_unit
 from units.models import ServiceProfile, UnitImport
 from units.rendering import render_unit
 from units.roles import VIEWER, ensure_roles
 from units.services import profile_update
+from units.validation import validate_profile_data
 
 pytestmark = pytest.mark.django_db
 
@@ -144,3 +146,8 @@ def test_bad_imports_get_a_page_that_says_why_never_a_server_error(
     assert response.status_code == 400
     assert 'class="issue error"' in response.content.decode()
     assert not ServiceProfile.objects.exists()
+
+
+def test_a_verbatim_word_may_not_set_what_its_field_writes_too() -> None:
+    data = baseline(extra_args_verbatim=["--port", "$PORT"])
+    assert any("writes too" in m for m in validate_profile_data(data)["extra_args_verbatim"])

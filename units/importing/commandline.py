@@ -19,17 +19,11 @@ from linting.vllm.detect import find_vllm
 from units.layout import Token, token_text
 from units.profile_data import normalize_profile_data
 from units.rendering import API_SERVER_MODULE
-from units.schema import FIELDS, OPTION_ORDER, SPEC_CONFIG_FLAG, Kind
+from units.schema import DEST_FIELDS, FIELDS, SPEC_CONFIG_FLAG, Kind
 from units.speculative import SPEC_KEYS, SPEC_METHOD_KEY, method_shape, spec_config
 from units.templatetags.unitfile import spec_json
 
 _NEGATIVE_NUMBER = re.compile(r"-\d+\Z|-\d*\.\d+\Z")
-_DEST_FIELD: dict[str, str] = {
-    "model": "model",
-    "model_tag": "model",
-    SPEC_CONFIG_FLAG.removeprefix("--").replace("-", "_"): "spec_method",
-    **{FIELDS[n].flag.removeprefix("--").replace("-", "_"): n for n in OPTION_ORDER},
-}
 
 
 class NotImportable(ValueError):
@@ -148,13 +142,13 @@ def _next_group(
     group = words[i : i + 1 + _value_count(match, words, i)]
     if match is not None and _to_field(match, group, style, refused, result):
         return i + len(group)
-    owned = match is not None and match.spec.dest in _DEST_FIELD
+    owned = match is not None and match.spec.dest in DEST_FIELDS
     if owned or not all(w.literal for w in group):
         result.add_verbatim([w.raw for w in group])
         if owned:
             result.notes.append(
                 f"“{' '.join(w.raw for w in group)}” sets the "
-                f"{FIELDS[_DEST_FIELD[match.spec.dest]].in_sentence} in a way its field "
+                f"{FIELDS[DEST_FIELDS[match.spec.dest]].in_sentence} in a way its field "
                 "cannot write back: kept verbatim."  # type: ignore[union-attr]
             )
     else:
@@ -176,7 +170,7 @@ def _to_field(
     match: FlagMatch, group: list[_Word], style: str, refused: frozenset[str], result: CommandLine
 ) -> bool:
     """Put the group into its field when the field writes it back exactly."""
-    name = _DEST_FIELD.get(match.spec.dest)
+    name = DEST_FIELDS.get(match.spec.dest)
     if name is None or name in refused or name in result.fields:
         return False
     joined = match.value is not None
