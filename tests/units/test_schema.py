@@ -10,6 +10,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from tests.units.factories import baseline
 from units.field_texts import HELP, KEYS, LABELS, SECTIONS
 from units.forms import ProfileForm
+from units.importing.service import import_unit
 from units.models import PROFILE_FIELDS, ServiceProfile
 from units.profile_data import (
     BOOL_FIELDS,
@@ -108,3 +109,33 @@ def validate_spec_errors(data: dict) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     validate_spec(normalize_profile_data(data), errors)
     return errors
+
+
+# A value of each flag field as a unit writes it, and as the field then holds it.
+IMPORTED = {
+    "served_model_names": ("served-a served-b", ["served-a", "served-b"]),
+    "host": ("127.0.0.1", "127.0.0.1"),
+    "port": ("9000", 9000),
+    "tensor_parallel_size": ("2", 2),
+    "enable_expert_parallel": ("", True),
+    "trust_remote_code": ("", True),
+    "max_model_len": ("32k", "32k"),
+    "max_num_seqs": ("7", 7),
+    "gpu_memory_utilization": ("0.5", "0.5"),
+    "quantization": ("fp8", "fp8"),
+    "kv_cache_dtype": ("fp8", "fp8"),
+}
+
+
+@pytest.mark.parametrize("name", OPTION_ORDER)
+def test_every_flag_field_is_filled_by_the_import_of_a_unit_that_gives_its_flag(
+    name: str,
+) -> None:
+    """What the table says a field writes is also what an imported unit's flag fills."""
+    written, held = IMPORTED[name]
+    text = (
+        f"[Service]\nExecStart=/opt/vllm/bin/vllm serve /models/m {FIELDS[name].flag} {written}\n"
+    )
+    result = import_unit(text=text, filename="one-flag.service", actor=None)
+    assert result.version.data[name] == held
+    assert result.sameness.equal
