@@ -239,6 +239,8 @@ class UnitImport(models.Model):
     environment_equal = models.BooleanField()
     differences = models.JSONField(default=list)
     notes = models.JSONField(default=list)
+    # Other settings the rendered unit gives another value (no command depends on them).
+    setting_differences = models.JSONField(default=list)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+"
     )

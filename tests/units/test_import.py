@@ -151,3 +151,17 @@ def test_bad_imports_get_a_page_that_says_why_never_a_server_error(
 def test_a_verbatim_word_may_not_set_what_its_field_writes_too() -> None:
     data = baseline(extra_args_verbatim=["--port", "$PORT"])
     assert any("writes too" in m for m in validate_profile_data(data)["extra_args_verbatim"])
+
+
+def test_the_import_page_names_the_other_settings_that_differ_and_the_profile_links_it(
+    alice: AbstractBaseUser,
+) -> None:
+    result = import_unit(text=UNIT, filename="qwen.service", actor=alice)
+    assert "[Service] RestartSec=: not set (systemd's default) in the original, '30' rendered" in (
+        result.record.setting_differences
+    )
+    client = _client(alice)
+    page = client.get(reverse("units:import_detail", args=[result.record.pk])).content.decode()
+    assert "Other settings that differ" in page
+    detail = client.get(reverse("units:detail", args=[result.profile.pk])).content.decode()
+    assert reverse("units:import_detail", args=[result.record.pk]) in detail

@@ -23,6 +23,7 @@ class Sameness:
     commands: int  # Exec commands compared
     argv_differences: list[str] = field(default_factory=list)
     environment_differences: list[str] = field(default_factory=list)
+    setting_differences: list[str] = field(default_factory=list)  # not part of the verdict
 
     @property
     def equal(self) -> bool:
@@ -122,6 +123,32 @@ def _environment_differences(original: UnitContext, rendered: UnitContext) -> li
     return problems
 
 
+_NOT_SETTINGS = frozenset({"Environment", "EnvironmentFile", "PassEnvironment", "UnsetEnvironment"})
+
+
+def setting_differences(original: UnitContext, rendered: UnitContext) -> list[str]:
+    """Other settings whose value differs (the last assignment of each, as systemd keeps
+    for a single-valued setting): no command or environment depends on them, so they do
+    not decide the verdict, but the page names them."""
+
+    def settings(ctx: UnitContext) -> dict[tuple[str, str], str]:
+        found: dict[tuple[str, str], str] = {}
+        for a in ctx.unit.assignments:
+            if not a.name.startswith("Exec") and a.name not in _NOT_SETTINGS:
+                found[(a.section, a.name)] = a.value.text
+        return found
+
+    one, two = settings(original), settings(rendered)
+    result = []
+    for section, key in sorted(set(one) | set(two)):
+        left, right = one.get((section, key)), two.get((section, key))
+        if left != right:
+            was = "not set (systemd's default)" if left is None else f"{left!r}"
+            now = "not set" if right is None else f"{right!r}"
+            result.append(f"[{section}] {key}=: {was} in the original, {now} rendered")
+    return result
+
+
 def compare_units(
     original: str,
     rendered: str,
@@ -135,4 +162,4 @@ def compare_units(
     two = unit_context(rendered, unit_name, options, dropins)
     argv = _argv_differences(one, two)
     env = _environment_differences(one, two)
-    return Sameness(not argv, not env, len(one.commands), argv, env)
+    return Sameness(not argv, not env, len(one.commands), argv, env, setting_differences(one, two))

@@ -236,6 +236,7 @@ def _save(
                 environment_equal=sameness.environment_equal,
                 differences=sameness.argv_differences + sameness.environment_differences,
                 notes=notes,
+                setting_differences=sameness.setting_differences,
                 created_by=actor,
             )
             _audit(
