@@ -53,6 +53,9 @@ class Host(models.Model):
     gpu_count = models.PositiveIntegerField(null=True, blank=True)
     gpus = models.JSONField(default=list, blank=True)
     managed_units = models.JSONField(default=list, blank=True)
+    # Unit files there that run vLLM and that specadmin did not write: what can be
+    # imported into profiles (units.importing, deploys.services.unit_imports).
+    foreign_vllm_units = models.JSONField(default=list, blank=True)
     # Executables the probe may run besides those of approved, pushed units: set by an
     # admin, audited (deploys.executables, issue 9).
     probe_executables = models.JSONField(default=list, blank=True)

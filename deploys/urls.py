@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from deploys import job_views, views
+from deploys import import_views, job_views, views
 
 app_name = "deploys"
 
@@ -18,6 +18,7 @@ urlpatterns = [
     path("hosts/<int:pk>/rescan-key/", views.host_rescan_key, name="host_rescan_key"),
     path("hosts/<int:pk>/pin-key/", views.host_pin_key, name="host_pin_key"),
     path("hosts/<int:pk>/adopt-unit/", views.host_adopt_unit, name="host_adopt_unit"),
+    path("hosts/<int:pk>/import-unit/", import_views.host_import_unit, name="host_import_unit"),
     path(
         "hosts/<int:pk>/probe-executables/",
         views.host_probe_executables,

@@ -28,21 +28,17 @@ from units.preview import FieldRow, Issue, Section
 from units.profile_data import (
     BOOL_FIELDS,
     DEFAULT_VLLM_EXECUTABLE,
-    INT_FIELDS,
     default_data,
     normalize_profile_data,
     profile_data,
 )
+from units.schema import FIELDS, Kind, Widget
 from units.selectors import NO_METHOD
 from units.speculative import SPEC_FIELDS, method_shape, spec_methods
 from units.unicode_text import validate_visible
 from units.validation import field_choices
 
-_LINE_FIELDS = frozenset({"served_model_names", "extra_args", "environment"})
-_SELECT_FIELDS = frozenset(
-    {"spec_method", "restart", "target_vllm_version", "target_systemd_version"}
-)
-_DATALIST_FIELDS = frozenset({"quantization", "kv_cache_dtype"})
+_DATALIST_FIELDS = frozenset(n for n, f in FIELDS.items() if f.widget == Widget.DATALIST)
 _NEGATIVE_NUMBER = re.compile(r"-\d+\Z|-\d*\.\d+\Z")
 _OPTION_AND_VALUE = re.compile(r"(\S+)\s+(\S.*)\Z", re.S)
 
@@ -128,6 +124,31 @@ def extra_args_text(words: list[str]) -> str:
     return "\n".join(lines)
 
 
+def unit_extra_text(pairs: list[list[str]]) -> str:
+    """[section, line] pairs → the form's text: a `[Section]` line before each run."""
+    lines: list[str] = []
+    current = None
+    for section, line in pairs:
+        if section != current:
+            lines.append(f"[{section}]")
+            current = section
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def parse_unit_extra(text: str | None) -> list[list[str]]:
+    """The form's text → [section, line] pairs; lines before any `[Section]` belong to
+    [Service]. Validation judges each line."""
+    pairs: list[list[str]] = []
+    section = "Service"
+    for line in _lines(text):
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip()
+        else:
+            pairs.append([section, line])
+    return pairs
+
+
 @cache
 def all_spec_methods() -> tuple[str, ...]:
     """Every method any catalogued vLLM version accepts (for the list filter)."""
@@ -160,31 +181,39 @@ def initial_from_data(data: dict[str, Any]) -> dict[str, Any]:
     initial: dict[str, Any] = {}
     for name in PROFILE_FIELDS:
         value = data.get(name)
-        if name in BOOL_FIELDS:
+        kind = FIELDS[name].kind
+        if kind == Kind.BOOL:
             initial[name] = bool(value)
-        elif name == "served_model_names":
+        elif kind == Kind.NAMES:
             initial[name] = "\n".join(value or [])
-        elif name == "extra_args":
+        elif kind == Kind.ARGS:
             initial[name] = extra_args_text(list(value or []))
-        elif name == "environment":
+        elif kind == Kind.ENV:
             initial[name] = "\n".join(f"{k}={v}" for k, v in (value or {}).items())
+        elif kind == Kind.WORDS:
+            initial[name] = "\n".join(value or [])
+        elif kind == Kind.SETTINGS:
+            initial[name] = unit_extra_text(value or [])
+        elif kind == Kind.LAYOUT:
+            initial[name] = list(value or [])
         else:
             initial[name] = "" if value is None else str(value)
     return initial
 
 
 def _widget(name: str) -> forms.Widget:
+    """The field's widget as the field table describes it (units.schema)."""
+    field = FIELDS[name]
     attrs: dict[str, str] = {"aria-describedby": f"issues-{name} help-{name}"}
-    if name in _LINE_FIELDS:
-        rows = {"served_model_names": 2, "extra_args": 5, "environment": 4}[name]
-        return forms.Textarea(attrs={**attrs, "rows": str(rows), "spellcheck": "false"})
-    if name in BOOL_FIELDS:
+    if field.widget == Widget.LINES:
+        return forms.Textarea(attrs={**attrs, "rows": str(field.rows), "spellcheck": "false"})
+    if field.widget == Widget.CHECKBOX:
         return forms.CheckboxInput(attrs=attrs)
-    if name in _SELECT_FIELDS:
+    if field.widget == Widget.SELECT:
         return forms.Select(attrs=attrs)
-    if name in INT_FIELDS:
+    if field.widget == Widget.NUMBER:
         attrs["inputmode"] = "numeric"
-    if name in _DATALIST_FIELDS:
+    if field.widget == Widget.DATALIST:
         attrs["list"] = f"choices-{name}"
     return forms.TextInput(attrs={**attrs, "spellcheck": "false", "autocomplete": "off"})
 
@@ -221,7 +250,16 @@ class ProfileForm(forms.Form):
         )
         kwargs.setdefault("initial", initial_from_data(start))
         super().__init__(*args, **kwargs)
+        # Fields not on the form (the command line's order) are carried from where the
+        # edit started; the save keeps them.
+        self._carried = {
+            name: start.get(name, [])
+            for name in PROFILE_FIELDS
+            if FIELDS[name].widget == Widget.NONE
+        }
         for name in PROFILE_FIELDS:
+            if name in self._carried:
+                continue
             field_class = forms.BooleanField if name in BOOL_FIELDS else forms.CharField
             extra = {} if name in BOOL_FIELDS else {"strip": False}
             self.fields[name] = field_class(
@@ -271,12 +309,24 @@ class ProfileForm(forms.Form):
     def to_data(self) -> dict[str, Any]:
         """The canonical data the inputs describe (works on invalid input too: validation
         then names what is wrong)."""
-        values: dict[str, Any] = {name: self._value(name) for name in PROFILE_FIELDS}
-        values["served_model_names"] = _lines(values["served_model_names"])
-        values["extra_args"] = parse_extra_args(values["extra_args"])
-        values["environment"], _ = parse_environment(values["environment"])
-        for name in BOOL_FIELDS:
-            values[name] = bool(values[name])
+        values: dict[str, Any] = {
+            name: self._value(name) if name in self.fields else self._carried[name]
+            for name in PROFILE_FIELDS
+        }
+        for name in PROFILE_FIELDS:
+            kind = FIELDS[name].kind
+            if kind == Kind.NAMES:
+                values[name] = _lines(values[name])
+            elif kind == Kind.ARGS:
+                values[name] = parse_extra_args(values[name])
+            elif kind == Kind.ENV:
+                values[name], _ = parse_environment(values[name])
+            elif kind == Kind.BOOL:
+                values[name] = bool(values[name])
+            elif kind == Kind.WORDS:
+                values[name] = _lines(values[name])
+            elif kind == Kind.SETTINGS:
+                values[name] = parse_unit_extra(values[name])
         if self.profile is not None:
             values["name"] = self.profile.name
         return normalize_profile_data(values)

@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from units.gpu_free import DEFAULT_THRESHOLD_MIB
 from units.names import validate_unit_name
+from units.schema import bounds_of, default_of
 
 RESTART_CHOICES = [
     ("no", "no"),
@@ -24,6 +24,12 @@ RESTART_CHOICES = [
     ("on-abnormal", "on-abnormal"),
     ("always", "always"),
 ]
+
+
+def _range(name: str) -> list:
+    """The model's validators for a field's bounds (units.schema)."""
+    bounds = bounds_of(name)
+    return [MinValueValidator(bounds.low), MaxValueValidator(bounds.high)]
 
 
 class ServiceProfile(models.Model):
@@ -42,13 +48,11 @@ class ServiceProfile(models.Model):
         max_length=500, help_text="Absolute path to `vllm`, or to a venv's python"
     )
     model = models.CharField(max_length=500, help_text="Model path or Hugging Face ID")
-    served_model_names = models.JSONField(default=list, blank=True)
-    host = models.CharField(max_length=100, default="0.0.0.0")
-    port = models.PositiveIntegerField(
-        default=8000, validators=[MinValueValidator(1), MaxValueValidator(65535)]
-    )
+    served_model_names = models.JSONField(default=default_of("served_model_names"), blank=True)
+    host = models.CharField(max_length=100, default=default_of("host"))
+    port = models.PositiveIntegerField(default=default_of("port"), validators=_range("port"))
     tensor_parallel_size = models.PositiveIntegerField(
-        default=1, validators=[MinValueValidator(1), MaxValueValidator(64)]
+        default=default_of("tensor_parallel_size"), validators=_range("tensor_parallel_size")
     )
     gpu_devices = models.CharField(
         max_length=2000,
@@ -66,8 +70,8 @@ class ServiceProfile(models.Model):
     max_num_seqs = models.PositiveIntegerField(null=True, blank=True)
     quantization = models.CharField(max_length=50, blank=True)
     kv_cache_dtype = models.CharField(max_length=30, blank=True)
-    trust_remote_code = models.BooleanField(default=False)
-    enable_expert_parallel = models.BooleanField(default=False)
+    trust_remote_code = models.BooleanField(default=default_of("trust_remote_code"))
+    enable_expert_parallel = models.BooleanField(default=default_of("enable_expert_parallel"))
     # speculative decoding (method-specific fields; see units/speculative.py)
     spec_method = models.CharField(max_length=50, blank=True)
     spec_num_tokens = models.PositiveIntegerField(null=True, blank=True)
@@ -75,8 +79,14 @@ class ServiceProfile(models.Model):
     spec_prompt_lookup_max = models.PositiveIntegerField(null=True, blank=True)
     spec_draft_model = models.CharField(max_length=500, blank=True)
     spec_draft_tensor_parallel_size = models.PositiveIntegerField(null=True, blank=True)
-    extra_args = models.JSONField(default=list, blank=True)
-    environment = models.JSONField(default=dict, blank=True)
+    extra_args = models.JSONField(default=default_of("extra_args"), blank=True)
+    # What an imported unit had that no field describes, kept as written (units.importing;
+    # docs/unit-import.md): ExecStart= words in unit syntax, the command line's order, and
+    # more unit lines.
+    extra_args_verbatim = models.JSONField(default=default_of("extra_args_verbatim"), blank=True)
+    command_layout = models.JSONField(default=default_of("command_layout"), blank=True)
+    unit_extra = models.JSONField(default=default_of("unit_extra"), blank=True)
+    environment = models.JSONField(default=default_of("environment"), blank=True)
     # Secrets (HF_TOKEN, VLLM_API_KEY for --api-key, …) stay on the host in this file;
     # the unit names it with EnvironmentFile= and specadmin never reads or shows it.
     environment_file = models.CharField(
@@ -88,40 +98,53 @@ class ServiceProfile(models.Model):
     user = models.CharField(max_length=64, blank=True)
     group = models.CharField(max_length=64, blank=True)
     working_directory = models.CharField(max_length=500, blank=True)
-    restart = models.CharField(max_length=20, choices=RESTART_CHOICES, default="on-failure")
-    restart_sec = models.PositiveIntegerField(default=30)
+    restart = models.CharField(
+        max_length=20, choices=RESTART_CHOICES, default=default_of("restart")
+    )
+    restart_sec = models.PositiveIntegerField(default=default_of("restart_sec"))
     timeout_start_sec = models.PositiveIntegerField(
-        default=3600, help_text="Seconds; model loading of large MoE models takes long"
+        default=default_of("timeout_start_sec"),
+        help_text="Seconds; model loading of large MoE models takes long",
     )
-    timeout_stop_sec = models.PositiveIntegerField(default=120)
+    timeout_stop_sec = models.PositiveIntegerField(default=default_of("timeout_stop_sec"))
     gpu_free_wait = models.BooleanField(
-        default=True, help_text="Before start, wait until every GPU is free"
+        default=default_of("gpu_free_wait"), help_text="Before start, wait until every GPU is free"
     )
-    gpu_free_wait_sec = models.PositiveIntegerField(default=120)
-    gpu_free_threshold_mib = models.PositiveIntegerField(default=DEFAULT_THRESHOLD_MIB)
+    gpu_free_wait_sec = models.PositiveIntegerField(default=default_of("gpu_free_wait_sec"))
+    gpu_free_threshold_mib = models.PositiveIntegerField(
+        default=default_of("gpu_free_threshold_mib")
+    )
     # how specadmin's deploy job restarts it (deploys/jobs: GPU-clean stop, journal check,
     # readiness, rollback); the GPU-clean step uses gpu_free_threshold_mib above
     deploy_gpu_clean_sec = models.PositiveIntegerField(
-        default=60, help_text="After the stop: seconds to get every GPU clean, kills included"
+        default=default_of("deploy_gpu_clean_sec"),
+        help_text="After the stop: seconds to get every GPU clean, kills included",
     )
     deploy_kill_grace_sec = models.PositiveIntegerField(
-        default=10, help_text="SIGTERM → SIGKILL for the service's leftover GPU processes"
+        default=default_of("deploy_kill_grace_sec"),
+        help_text="SIGTERM → SIGKILL for the service's leftover GPU processes",
     )
     deploy_kill_foreign = models.BooleanField(
-        default=False, help_text="Also kill other people's processes on the service's GPUs"
+        default=default_of("deploy_kill_foreign"),
+        help_text="Also kill other people's processes on the service's GPUs",
     )
     deploy_journal_check_sec = models.PositiveIntegerField(
-        default=15, help_text="After the start: seconds the journal is watched for fatal errors"
+        default=default_of("deploy_journal_check_sec"),
+        help_text="After the start: seconds the journal is watched for fatal errors",
     )
     deploy_ready_timeout_sec = models.PositiveIntegerField(
-        default=2700, help_text="Seconds the model may take to load before /health answers"
+        default=default_of("deploy_ready_timeout_sec"),
+        help_text="Seconds the model may take to load before /health answers",
     )
     deploy_rollback = models.BooleanField(
-        default=True, help_text="Put the previous unit back when the new one fails"
+        default=default_of("deploy_rollback"),
+        help_text="Put the previous unit back when the new one fails",
     )
     # linting targets
-    target_vllm_version = models.CharField(max_length=20, default="0.16.0")
-    target_systemd_version = models.PositiveIntegerField(default=252)
+    target_vllm_version = models.CharField(max_length=20, default=default_of("target_vllm_version"))
+    target_systemd_version = models.PositiveIntegerField(
+        default=default_of("target_systemd_version")
+    )
     # bookkeeping
     archived = models.BooleanField(default=False)
     cloned_from = models.ForeignKey(
@@ -215,3 +238,36 @@ class ProfileVersion(models.Model):
 
     def delete(self, *args: object, **kwargs: object):  # type: ignore[override]
         raise ValidationError("Profile versions are immutable.")
+
+
+class UnitImport(models.Model):
+    """A unit file imported into a profile (units.importing): the text as given, where it
+    came from, and whether the rendered unit runs the same commands (docs/unit-import.md).
+    The same text under the same unit name is imported once."""
+
+    unit_name = models.CharField(max_length=256)
+    sha256 = models.CharField(max_length=64)
+    original_text = models.TextField()
+    source = models.CharField(max_length=300, blank=True, help_text="file name or upload")
+    host_name = models.CharField(max_length=100, blank=True)
+    profile = models.ForeignKey(ServiceProfile, on_delete=models.PROTECT, related_name="imports")
+    version = models.ForeignKey(ProfileVersion, on_delete=models.PROTECT, related_name="+")
+    argv_equal = models.BooleanField()
+    environment_equal = models.BooleanField()
+    differences = models.JSONField(default=list)
+    notes = models.JSONField(default=list)
+    # Other settings the rendered unit gives another value (no command depends on them).
+    setting_differences = models.JSONField(default=list)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["unit_name", "sha256"], name="unique_unit_import")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.unit_name} → {self.profile.name} v{self.version.number}"

@@ -20,6 +20,8 @@ from units.unicode_text import split_lines
 from units.validation import field_errors
 
 GENERAL = "__all__"  # issues no single field causes
+_ON_FORM = {name for _, _, names in SECTIONS for name in names}
+FORM_FIELDS = tuple(name for name in PROFILE_FIELDS if name in _ON_FORM)  # the model's order
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ class Preview:
     def field_issues(self) -> list[tuple[str, list[Issue]]]:
         """Every field (and GENERAL) with its issues, empty ones included, so an
         out-of-band swap also clears messages that were fixed."""
-        return [(name, self.issues.get(name, [])) for name in (*PROFILE_FIELDS, GENERAL)]
+        return [(name, self.issues.get(name, [])) for name in (*FORM_FIELDS, GENERAL)]
 
 
 def _only_shown(

@@ -13,58 +13,12 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from units.models import PROFILE_FIELDS, ServiceProfile
+from units.schema import FIELDS, Kind, names_of
 
-STRING_FIELDS = frozenset(
-    {
-        "name",
-        "description",
-        "vllm_executable",
-        "model",
-        "host",
-        "gpu_devices",
-        "max_model_len",
-        "quantization",
-        "kv_cache_dtype",
-        "spec_method",
-        "spec_draft_model",
-        "user",
-        "group",
-        "working_directory",
-        "environment_file",
-        "restart",
-        "target_vllm_version",
-    }
-)
-INT_FIELDS = frozenset(
-    {
-        "port",
-        "tensor_parallel_size",
-        "max_num_seqs",
-        "spec_num_tokens",
-        "spec_prompt_lookup_min",
-        "spec_prompt_lookup_max",
-        "spec_draft_tensor_parallel_size",
-        "restart_sec",
-        "timeout_start_sec",
-        "timeout_stop_sec",
-        "gpu_free_wait_sec",
-        "gpu_free_threshold_mib",
-        "deploy_gpu_clean_sec",
-        "deploy_kill_grace_sec",
-        "deploy_journal_check_sec",
-        "deploy_ready_timeout_sec",
-        "target_systemd_version",
-    }
-)
-BOOL_FIELDS = frozenset(
-    {
-        "trust_remote_code",
-        "enable_expert_parallel",
-        "gpu_free_wait",
-        "deploy_kill_foreign",
-        "deploy_rollback",
-    }
-)
+# The canonical data's shape per field, from the field table (units.schema).
+STRING_FIELDS = names_of(Kind.TEXT)
+INT_FIELDS = names_of(Kind.INT)
+BOOL_FIELDS = names_of(Kind.BOOL)
 # Longer digit strings stay text (validation names them): `int()` refuses more than 4,300
 # digits (sys.get_int_max_str_digits) and no setting needs more than 18.
 MAX_INT_DIGITS = 18
@@ -181,12 +135,24 @@ def _decimal_text(value: Any) -> Any:
     return format(number.normalize(), "f")
 
 
-# The fields with a shape of their own (BOOL_FIELDS and unknown keys are kept as given).
+# The kinds with a shape of their own (BOOL fields and unknown keys are kept as given).
+_KIND_NORMALIZERS: dict[Kind, Callable[[Any], Any]] = {
+    Kind.DECIMAL: _decimal_text,
+    Kind.NAMES: _normalize_served_names,
+    Kind.ARGS: lambda value: list(value) if isinstance(value, tuple) else value,
+    Kind.WORDS: lambda value: list(value) if isinstance(value, tuple) else value,
+    Kind.ENV: lambda value: dict(value) if isinstance(value, dict) else value,
+    Kind.SETTINGS: lambda value: (
+        [list(v) if isinstance(v, tuple) else v for v in value]
+        if isinstance(value, list | tuple)
+        else value
+    ),
+    Kind.LAYOUT: lambda value: list(value) if isinstance(value, tuple) else value,
+}
 _NORMALIZERS: dict[str, Callable[[Any], Any]] = {
-    "gpu_memory_utilization": _decimal_text,
-    "served_model_names": _normalize_served_names,
-    "extra_args": lambda value: list(value) if isinstance(value, tuple) else value,
-    "environment": lambda value: dict(value) if isinstance(value, dict) else value,
+    name: _KIND_NORMALIZERS[field.kind]
+    for name, field in FIELDS.items()
+    if field.kind in _KIND_NORMALIZERS
 }
 
 

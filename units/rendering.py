@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django.template.loader import get_template
 
 from units.gpu_free import BASH_MEMORY_FREE, wait_gpus
+from units.layout import Token, parse_token
 from units.profile_data import normalize_profile_data
+from units.schema import FIELDS, OPTION_ORDER, SPEC_CONFIG_FLAG, Kind, Target, fields_writing
 from units.speculative import spec_config
-from units.templatetags.unitfile import spec_json
+from units.templatetags.unitfile import exec_words, spec_json
 from units.unicode_text import split_lines
 
 TEMPLATE_NAME = "units/vllm.service"
@@ -41,6 +42,12 @@ class ArgGroup:
 
     field: str
     words: tuple[str, ...]
+    verbatim: bool = False  # words in unit-file syntax, written as they are
+
+    @property
+    def text(self) -> str:
+        """The group as ExecStart= text."""
+        return " ".join(self.words) if self.verbatim else exec_words(self.words)
 
 
 def is_python(executable: str) -> bool:
@@ -49,8 +56,16 @@ def is_python(executable: str) -> bool:
 
 
 def exec_start_groups(data: dict[str, Any]) -> list[ArgGroup]:
-    """The vLLM command line, grouped by the field each part comes from."""
-    return [*_program_groups(data), *_option_groups(data), *_extra_arg_groups(data["extra_args"])]
+    """The vLLM command line, grouped by the field each part comes from: in specadmin's
+    order, or in an imported unit's (`command_layout`, units.layout)."""
+    if data.get("command_layout"):
+        return _layout_groups(data)
+    return [
+        *_program_groups(data),
+        *_option_groups(data),
+        *_extra_arg_groups(data["extra_args"]),
+        *_verbatim_groups(data.get("extra_args_verbatim") or []),
+    ]
 
 
 def _program_groups(data: dict[str, Any]) -> list[ArgGroup]:
@@ -65,41 +80,106 @@ def _program_groups(data: dict[str, Any]) -> list[ArgGroup]:
     return [ArgGroup("vllm_executable", (exe, "serve")), ArgGroup("model", (data["model"],))]
 
 
+def _verbatim_groups(words: list[str]) -> list[ArgGroup]:
+    return [ArgGroup("extra_args_verbatim", tuple(words), verbatim=True)] if words else []
+
+
+class _Words:
+    """The words of a list field handed out in order (`extra:N`, `verbatim:N`)."""
+
+    def __init__(self, words: list[str]) -> None:
+        self.words, self.next = list(words), 0
+
+    def take(self, count: int) -> tuple[str, ...]:
+        taken = tuple(self.words[self.next : self.next + count])
+        self.next += len(taken)
+        return taken
+
+    def rest(self) -> list[str]:
+        return self.take(len(self.words))
+
+
+def _layout_groups(data: dict[str, Any]) -> list[ArgGroup]:
+    """The command line in the layout's order; what the layout does not place follows:
+    fields set since (an option a profile always writes only when it differs from what
+    vLLM does without it), then extra and verbatim words not placed."""
+    program, model = _program_groups(data)
+    extras = _Words(data["extra_args"])
+    verbatim = _Words(data.get("extra_args_verbatim") or [])
+    groups, placed = [program], set()
+    for token in filter(None, map(parse_token, data["command_layout"])):
+        group = _token_group(token, data, model, extras, verbatim)
+        if group is not None:
+            groups.append(group)
+            placed.add(group.field)
+    if "model" not in placed:
+        groups.insert(1, model)
+    for name in OPTION_ORDER:
+        vllm_default = FIELDS[name].vllm_default
+        if name not in placed and (vllm_default is None or data[name] != vllm_default):
+            groups.extend(filter(None, [_option_group(name, data[name])]))
+    if "spec_method" not in placed:
+        groups.extend(_spec_groups(data))
+    return [*groups, *_extra_arg_groups(extras.rest()), *_verbatim_groups(verbatim.rest())]
+
+
+def _token_group(
+    token: Token, data: dict[str, Any], model: ArgGroup, extras: _Words, verbatim: _Words
+) -> ArgGroup | None:
+    if token.field == "extra":
+        words = extras.take(token.count)
+        return ArgGroup("extra_args", words) if words else None
+    if token.field == "verbatim":
+        words = verbatim.take(token.count)
+        return ArgGroup("extra_args_verbatim", words, verbatim=True) if words else None
+    if token.field == "model":
+        group = model if not token.spelling else ArgGroup("model", (token.spelling, data["model"]))
+        return _spelled(ArgGroup("model", group.words, verbatim=token.verbatim), token)
+    if token.field == "spec_method":
+        groups = _spec_groups(data)
+        return _spelled(groups[0], token) if groups else None
+    if token.field in OPTION_ORDER:
+        group = _option_group(token.field, data[token.field])
+        return _spelled(group, token) if group is not None else None
+    return None
+
+
+def _spelled(group: ArgGroup, token: Token) -> ArgGroup:
+    """`group` under the token's spelling of its option, or joined to its value."""
+    words = group.words
+    if token.spelling and len(words) >= 2 and words[0].startswith("-"):
+        words = (token.spelling, *words[1:])
+    if token.joined and len(words) == 2:
+        words = (f"{words[0]}={words[1]}",)
+    return ArgGroup(group.field, words, group.verbatim)
+
+
+def _option_group(name: str, value: Any) -> ArgGroup | None:
+    """The words field `name` writes for `value` (units.schema: its flag and kind); None
+    when it writes nothing. Options a profile always writes (host, port, tensor parallel
+    size) are required fields and so never empty."""
+    field = FIELDS[name]
+    if field.kind == Kind.BOOL:
+        words: tuple[Any, ...] = (field.flag,) if value else ()
+    elif field.kind == Kind.NAMES:
+        words = (field.flag, *value) if value else ()
+    else:
+        words = () if value is None or value == "" else (field.flag, value)
+    return ArgGroup(name, tuple(str(w) for w in words)) if words else None
+
+
 def _option_groups(data: dict[str, Any]) -> list[ArgGroup]:
-    """One group per vLLM option a profile field sets, in a fixed order."""
-    groups: list[ArgGroup] = []
+    """One group per vLLM option a profile field sets, in a fixed order
+    (units.schema.OPTION_ORDER), then the speculative config."""
+    groups = [g for name in OPTION_ORDER if (g := _option_group(name, data[name])) is not None]
+    return groups + _spec_groups(data)
 
-    def add(field_name: str, *words: Any) -> None:
-        groups.append(ArgGroup(field_name, tuple(str(w) for w in words)))
 
-    if data["served_model_names"]:
-        add("served_model_names", "--served-model-name", *data["served_model_names"])
-    add("host", "--host", data["host"])
-    add("port", "--port", data["port"])
-    add("tensor_parallel_size", "--tensor-parallel-size", data["tensor_parallel_size"])
-    if data["enable_expert_parallel"]:
-        add("enable_expert_parallel", "--enable-expert-parallel")
-    if data["trust_remote_code"]:
-        add("trust_remote_code", "--trust-remote-code")
-    _add_engine_options(data, add)
+def _spec_groups(data: dict[str, Any]) -> list[ArgGroup]:
     config = spec_config(data)
-    if config is not None:
-        add("spec_method", "--speculative-config", spec_json(config))
-    return groups
-
-
-def _add_engine_options(data: dict[str, Any], add: Callable[..., None]) -> None:
-    """The optional engine sizing and dtype options, each only when set."""
-    if data["max_model_len"]:
-        add("max_model_len", "--max-model-len", data["max_model_len"])
-    if data["max_num_seqs"] is not None:
-        add("max_num_seqs", "--max-num-seqs", data["max_num_seqs"])
-    if data["gpu_memory_utilization"] is not None:
-        add("gpu_memory_utilization", "--gpu-memory-utilization", data["gpu_memory_utilization"])
-    if data["quantization"]:
-        add("quantization", "--quantization", data["quantization"])
-    if data["kv_cache_dtype"]:
-        add("kv_cache_dtype", "--kv-cache-dtype", data["kv_cache_dtype"])
+    if config is None:
+        return []
+    return [ArgGroup("spec_method", (SPEC_CONFIG_FLAG, spec_json(config)))]
 
 
 def _extra_arg_groups(extra_args: list[str]) -> list[ArgGroup]:
@@ -201,6 +281,24 @@ def render_context(data: dict[str, Any]) -> dict[str, Any]:
         "restart_sec": data["restart_sec"],
         "timeout_start_sec": data["timeout_start_sec"],
         "timeout_stop_sec": data["timeout_stop_sec"],
+        **_extra_context(data.get("unit_extra") or []),
+    }
+
+
+_TEMPLATE_SECTIONS = ("Unit", "Service", "Install")
+
+
+def _extra_context(pairs: list[list[str]]) -> dict[str, Any]:
+    """`unit_extra` for the template: lines of its own sections, at each section's end,
+    then the other sections in the order they first appear."""
+    by_section: dict[str, list[str]] = {}
+    for section, line in pairs:
+        by_section.setdefault(section, []).append(line)
+    return {
+        "extra": {name: by_section.get(name, []) for name in _TEMPLATE_SECTIONS},
+        "extra_sections": [
+            (n, lines) for n, lines in by_section.items() if n not in _TEMPLATE_SECTIONS
+        ],
     }
 
 
@@ -210,19 +308,8 @@ def render_unit(data: dict[str, Any]) -> str:
     return get_template(TEMPLATE_NAME).render(render_context(data))
 
 
-# Settings whose line maps to one field (lint findings → form fields).
-_KEY_FIELDS = {
-    "Description": "description",
-    "User": "user",
-    "Group": "group",
-    "WorkingDirectory": "working_directory",
-    "EnvironmentFile": "environment_file",
-    "ExecStartPre": "gpu_free_wait_sec",
-    "Restart": "restart",
-    "RestartSec": "restart_sec",
-    "TimeoutStartSec": "timeout_start_sec",
-    "TimeoutStopSec": "timeout_stop_sec",
-}
+# Settings whose line maps to one field (lint findings → form fields), from the table.
+_KEY_FIELDS = {f.writes.name: f.name for f in fields_writing(Target.SETTING) if f.writes.line}
 
 
 @dataclass(frozen=True)

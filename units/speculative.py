@@ -15,24 +15,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from linting.vllm.catalog import UnknownVllmVersion, available_versions, load_catalog
+from units.schema import FIELDS, Target, fields_writing
 
-# Profile field -> key of vLLM's SpeculativeConfig (same names in 0.8.5 … 0.33).
+# Profile field -> key of vLLM's SpeculativeConfig (same names in 0.8.5 … 0.33), from the
+# field table; the method's own key comes first there and is not one of these fields.
+SPEC_METHOD_KEY = FIELDS["spec_method"].writes.name
 SPEC_KEYS: dict[str, str] = {
-    "spec_draft_model": "model",
-    "spec_num_tokens": "num_speculative_tokens",
-    "spec_prompt_lookup_min": "prompt_lookup_min",
-    "spec_prompt_lookup_max": "prompt_lookup_max",
-    "spec_draft_tensor_parallel_size": "draft_tensor_parallel_size",
+    f.name: f.writes.name for f in fields_writing(Target.SPEC_KEY) if f.name != "spec_method"
 }
 SPEC_FIELDS: tuple[str, ...] = tuple(SPEC_KEYS)
 
-FIELD_LABELS: dict[str, str] = {
-    "spec_draft_model": "draft model",
-    "spec_num_tokens": "number of speculative tokens",
-    "spec_prompt_lookup_min": "prompt lookup min",
-    "spec_prompt_lookup_max": "prompt lookup max",
-    "spec_draft_tensor_parallel_size": "draft tensor parallel size",
-}
+FIELD_LABELS: dict[str, str] = {name: FIELDS[name].in_sentence for name in SPEC_FIELDS}
 
 
 @dataclass(frozen=True)
@@ -103,7 +96,7 @@ def spec_config(data: dict[str, Any]) -> dict[str, Any] | None:
     method = data.get("spec_method") or ""
     if not method:
         return None
-    config: dict[str, Any] = {"method": method}
+    config: dict[str, Any] = {SPEC_METHOD_KEY: method}
     for field, key in SPEC_KEYS.items():
         value = data.get(field)
         if value not in (None, ""):
@@ -123,7 +116,11 @@ def validate_spec(data: dict[str, Any], errors: dict[str, list[str]]) -> None:
         return
     _check_fields_the_method_takes(method, shape, given, errors)
     _check_token_count(data, errors)
-    _check_prompt_lookup(data, errors)
+    if "spec_prompt_lookup_min" in shape.takes:
+        # vLLM checks min ≤ max (and fills in the other from one) only for the n-gram
+        # methods: `if self.method in ("ngram", "ngram_gpu")` in SpeculativeConfig.
+        # __post_init__ (vllm/config/speculative.py); other methods do not take them.
+        _check_prompt_lookup(data, errors)
     _check_draft_tensor_parallel(data, shape, errors)
     _check_draft_model_text(data, shape, errors)
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from units import views
+from units import import_views, views
 
 app_name = "units"
 
@@ -11,6 +11,8 @@ urlpatterns = [
     path("new/", views.profile_create, name="create"),
     path("preview/", views.profile_preview, name="preview"),
     path("compare/", views.version_compare, name="compare"),
+    path("import/", import_views.unit_import, name="import"),
+    path("imports/<int:pk>/", import_views.unit_import_detail, name="import_detail"),
     path("<int:pk>/", views.profile_detail, name="detail"),
     path("<int:pk>/edit/", views.profile_edit, name="edit"),
     path("<int:pk>/clone/", views.profile_clone, name="clone"),

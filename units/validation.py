@@ -39,19 +39,17 @@ from units.profile_data import (
     is_ascii_digits,
     normalize_profile_data,
 )
-from units.rendering import MAX_UNIT_BYTES, is_python, render_unit
+from units.rendering import MAX_UNIT_BYTES, exec_start_groups, is_python, render_unit
+from units.schema import DEST_FIELDS, FIELDS, Bounds, Kind
 from units.speculative import validate_spec
 from units.unicode_text import invisible_problem
+from units.verbatim import check_layout, check_unit_extra, check_verbatim_words
 
 Errors = dict[str, list[str]]
 
 # Leave this much of TimeoutStartSec= for the nvidia-smi calls of the GPU-free wait: its
 # sleeps add up to gpu_free_wait_sec, the queries come on top (docs/architecture.md fact 6).
 GPU_WAIT_MARGIN_SEC = 30
-MAX_TIMEOUT_SEC = 7 * 24 * 3600
-# The longest model load the deploy job waits for (4 h): a job and its rollback must fit
-# the worker's time limit, Q_TIMEOUT (deploys.jobs.checks).
-MAX_READY_SEC = 4 * 3600
 DB_INT_MAX = 2**31 - 1
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # systemd's strict user/group names (valid_user_group_name(), src/basic/user-util.c),
@@ -66,23 +64,15 @@ _MAX_LENGTHS = {
     if getattr(f, "max_length", None) and f.name in PROFILE_FIELDS
 }
 # vLLM destinations a profile field sets: extra arguments must not set them a second time
-# (argparse keeps the last value, so the field would silently lose).
-OWNED_DESTS: dict[str, str] = {
-    "model": "model",
-    "model_tag": "model",
-    "served_model_name": "served model names",
-    "host": "host",
-    "port": "port",
-    "tensor_parallel_size": "tensor parallel size",
-    "enable_expert_parallel": "expert parallel",
-    "trust_remote_code": "trust remote code",
-    "max_model_len": "max model length",
-    "max_num_seqs": "max sequences",
-    "gpu_memory_utilization": "GPU memory utilization",
-    "quantization": "quantization",
-    "kv_cache_dtype": "KV cache dtype",
-    "speculative_config": "speculative decoding",
-}
+# (argparse keeps the last value, so the field would silently lose). `model_tag` is the
+# positional MODEL of `vllm serve`; --speculative-config is written from the spec_* fields.
+OWNED_DESTS: dict[str, str] = {dest: FIELDS[name].in_sentence for dest, name in DEST_FIELDS.items()}
+# Integer ranges, and the integers that may not be left empty (units.schema).
+_RANGES: dict[str, Bounds] = {name: f.bounds for name, f in FIELDS.items() if f.bounds}
+_REQUIRED: frozenset[str] = frozenset(name for name, f in FIELDS.items() if f.required)
+_LIST_FIELDS: tuple[str, ...] = tuple(
+    name for name, f in FIELDS.items() if f.kind in (Kind.NAMES, Kind.ARGS, Kind.WORDS)
+)
 
 
 def _control(text: str, allowed: str = "") -> str | None:
@@ -148,7 +138,7 @@ class _Checker:
                 self.add(key, "Choose yes or no.")
 
     def list_types(self) -> None:
-        for key in ("served_model_names", "extra_args"):
+        for key in _LIST_FIELDS:
             value = self.data[key]
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 self.add(key, "Give a list of texts.")
@@ -166,7 +156,7 @@ class _Checker:
         ASCII controls are named by each field's own check."""
         d = self.data
         texts: list[tuple[str, str]] = [(k, d[k]) for k in sorted(STRING_FIELDS)]
-        for key in ("served_model_names", "extra_args"):
+        for key in _LIST_FIELDS:
             if isinstance(d[key], list):
                 texts.extend((key, v) for v in d[key])
         if isinstance(d["environment"], dict):
@@ -291,73 +281,20 @@ class _Checker:
 
     def numbers(self) -> None:
         d = self.data
-        ranges = {
-            "port": (1, 65535, "The port must be between 1 and 65535."),
-            "tensor_parallel_size": (1, 64, "The tensor parallel size must be 1 to 64."),
-            "max_num_seqs": (1, 1_000_000, "Max sequences must be at least 1 and at most 1000000."),
-            "restart_sec": (0, 86400, "The restart delay must be 0 to 86400 seconds."),
-            "timeout_start_sec": (
-                1,
-                MAX_TIMEOUT_SEC,
-                f"The start timeout must be 1 to {MAX_TIMEOUT_SEC} seconds.",
-            ),
-            "timeout_stop_sec": (
-                1,
-                MAX_TIMEOUT_SEC,
-                f"The stop timeout must be 1 to {MAX_TIMEOUT_SEC} seconds.",
-            ),
-            "gpu_free_wait_sec": (
-                1,
-                MAX_TIMEOUT_SEC,
-                f"The GPU-free wait must be at least 1 s and at most {MAX_TIMEOUT_SEC} s.",
-            ),
-            "gpu_free_threshold_mib": (
-                0,
-                10_000_000,
-                "The GPU-free threshold must be 0 to 10000000 MiB.",
-            ),
-            # The deploy job's waits (deploys/jobs): bounded so that a whole job, with its
-            # rollback, fits the worker's time limit (deploys.jobs.checks).
-            "deploy_gpu_clean_sec": (1, 1800, "The GPU-clean wait must be 1 to 1800 seconds."),
-            "deploy_kill_grace_sec": (0, 600, "The kill grace period must be 0 to 600 seconds."),
-            "deploy_journal_check_sec": (
-                1,
-                600,
-                "The journal check must watch 1 to 600 seconds.",
-            ),
-            "deploy_ready_timeout_sec": (
-                10,
-                MAX_READY_SEC,
-                f"The readiness wait must be 10 to {MAX_READY_SEC} seconds.",
-            ),
-        }
-        required = {
-            "port",
-            "tensor_parallel_size",
-            "restart_sec",
-            "timeout_start_sec",
-            "timeout_stop_sec",
-            "gpu_free_wait_sec",
-            "gpu_free_threshold_mib",
-            "deploy_gpu_clean_sec",
-            "deploy_kill_grace_sec",
-            "deploy_journal_check_sec",
-            "deploy_ready_timeout_sec",
-        }
-        for key, (low, high, message) in ranges.items():
+        for key, bounds in _RANGES.items():
             if not self.ok(key):
                 continue
             value = d[key]
             if value is None:
-                if key in required:
+                if key in _REQUIRED:
                     self.add(key, "This field is required.")
                 continue
-            if not low <= value <= high:
-                self.add(key, message)
+            if not bounds.low <= value <= bounds.high:
+                self.add(key, bounds.message)
         # The speculative numbers have no range of their own, but the model's integer
         # columns end at DB_INT_MAX (PostgreSQL `integer`): saving more would fail there.
         # (The systemd version is checked against its list of versions.)
-        for key in sorted(INT_FIELDS - ranges.keys() - {"target_systemd_version"}):
+        for key in sorted(INT_FIELDS - _RANGES.keys() - {"target_systemd_version"}):
             value = d[key]
             if self.ok(key) and value is not None and value > DB_INT_MAX:
                 self.add(key, f"Enter a number up to {DB_INT_MAX}.")
@@ -594,6 +531,37 @@ class _Checker:
         if self.ok(*spec_fields):
             validate_spec(self.data, self.errors)
 
+    def verbatim_parts(self) -> None:
+        """The imported unit's words, order and lines (units.verbatim)."""
+        d = self.data
+        if self.ok("extra_args_verbatim"):
+            check_verbatim_words(d["extra_args_verbatim"], self.add)
+        if self.ok("command_layout"):
+            if isinstance(d["command_layout"], list):
+                check_layout(d["command_layout"], self.add)
+            else:
+                self.add("extra_args_verbatim", "Give the command-line order as a list.")
+        check_unit_extra(d["unit_extra"], self.add)
+        self.verbatim_owned_flags()
+
+    def verbatim_owned_flags(self) -> None:
+        """A verbatim word may set what a field sets only while that field writes
+        nothing (an import leaves a field unwritten then); both written, vLLM would keep
+        the last one silently."""
+        catalog = self.catalog()
+        if catalog is None or not self.ok(*PROFILE_FIELDS) or not self.data["extra_args_verbatim"]:
+            return
+        written = {group.field for group in exec_start_groups(self.data)}
+        for word in self.data["extra_args_verbatim"]:
+            match = catalog.resolve_flag(word) if word.startswith("-") else None
+            owner = DEST_FIELDS.get(match.spec.dest) if match else None
+            if owner is not None and owner in written:
+                self.add(
+                    "extra_args_verbatim",
+                    f"“{word}” sets the {OWNED_DESTS[match.spec.dest]}, which its field "  # type: ignore[union-attr]
+                    "writes too: given twice, vLLM silently keeps only the last one.",
+                )
+
     def run(self) -> Errors:
         self.types()
         for check in (
@@ -617,6 +585,7 @@ class _Checker:
             self.environment_file,
             self.restart,
             self.gpu_wait,
+            self.verbatim_parts,
         ):
             check()
         return self.errors

@@ -396,6 +396,7 @@ def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) 
         host.gpu_count = facts.get("gpu_count")
         host.gpus = clip_json(list(facts.get("gpus") or []), 200)
         host.managed_units = clip_json(list(facts.get("managed_units") or []), 300)
+        host.foreign_vllm_units = clip_json(list(facts.get("foreign_vllm_units") or []), 300)
         record_probe(host=host, files=clip_json(list(facts.get("unit_files") or []), 300))
         host.probed_at = timezone.now()
         host.probe_error = clip_text("\n".join(errors))
@@ -407,6 +408,7 @@ def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) 
                 "gpu_count",
                 "gpus",
                 "managed_units",
+                "foreign_vllm_units",
                 "probed_at",
                 "probe_error",
                 "probe_queued_at",

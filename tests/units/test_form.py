@@ -32,7 +32,8 @@ FORM_FIELDS = [name for _, _, names in SECTIONS for name in names]
 
 
 def test_every_field_of_the_form_has_a_label_and_help() -> None:
-    assert sorted(FORM_FIELDS) == sorted(PROFILE_FIELDS)
+    # the command line's order is bookkeeping, carried by the form, not shown (units.schema)
+    assert sorted(FORM_FIELDS) == sorted(set(PROFILE_FIELDS) - {"command_layout"})
     assert [n for n in FORM_FIELDS if not LABELS.get(n) or not HELP.get(n)] == []
 
 
