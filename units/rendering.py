@@ -21,7 +21,7 @@ from units.layout import Token, parse_token
 from units.profile_data import normalize_profile_data
 from units.schema import FIELDS, OPTION_ORDER, SPEC_CONFIG_FLAG, Kind, Target, fields_writing
 from units.speculative import spec_config
-from units.templatetags.unitfile import exec_words, spec_json
+from units.templatetags.unitfile import exec_word, exec_words, spec_json
 from units.unicode_text import split_lines
 
 TEMPLATE_NAME = "units/vllm.service"
@@ -31,6 +31,10 @@ MAX_UNIT_BYTES = 256 * 1024
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?\Z")  # as linting/vllm/detect.py recognises it
 _NEGATIVE_NUMBER = re.compile(r"-\d+\Z|-\d*\.\d+\Z")
+# systemd's directory specifiers (systemd.unit(5), "Specifiers"): each expands at load time
+# to an absolute path (%h the user's home, %t the runtime directory, …), so an executable
+# under one (`%h/vllm/bin/vllm`, common in user units) is written with it as it is.
+_DIRECTORY_SPECIFIER = re.compile(r"%[hEStTVCL](?=/|\Z)")
 # The GPU-free wait polls this often; its worst case is iterations × interval.
 GPU_WAIT_INTERVAL_SEC = 5
 
@@ -55,6 +59,19 @@ def is_python(executable: str) -> bool:
     return bool(_PYTHON.match(posixpath.basename(executable)))
 
 
+def executable_specifier(executable: str) -> str:
+    """The directory specifier the executable starts with (`%h`), or ""."""
+    match = _DIRECTORY_SPECIFIER.match(executable)
+    return match[0] if match else ""
+
+
+def _program(exe: str, *rest: str) -> ArgGroup:
+    lead = executable_specifier(exe)
+    if not lead:
+        return ArgGroup("vllm_executable", (exe, *rest))
+    return ArgGroup("vllm_executable", (lead + exec_word(exe[len(lead) :]), *rest), verbatim=True)
+
+
 def exec_start_groups(data: dict[str, Any]) -> list[ArgGroup]:
     """The vLLM command line, grouped by the field each part comes from: in specadmin's
     order, or in an imported unit's (`command_layout`, units.layout)."""
@@ -74,10 +91,10 @@ def _program_groups(data: dict[str, Any]) -> list[ArgGroup]:
     exe = data["vllm_executable"]
     if is_python(exe):
         return [
-            ArgGroup("vllm_executable", (exe, "-m", API_SERVER_MODULE)),
+            _program(exe, "-m", API_SERVER_MODULE),
             ArgGroup("model", ("--model", data["model"])),
         ]
-    return [ArgGroup("vllm_executable", (exe, "serve")), ArgGroup("model", (data["model"],))]
+    return [_program(exe, "serve"), ArgGroup("model", (data["model"],))]
 
 
 def _verbatim_groups(words: list[str]) -> list[ArgGroup]:

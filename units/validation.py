@@ -19,6 +19,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from linting.cuda import INT_LIMIT, devices, read_visible_devices
+from linting.execline.specifiers import specifier_table
 from linting.systemd.catalog import available_versions as systemd_versions
 from linting.vllm.catalog import (
     UnknownVllmVersion,
@@ -39,7 +40,13 @@ from units.profile_data import (
     is_ascii_digits,
     normalize_profile_data,
 )
-from units.rendering import MAX_UNIT_BYTES, exec_start_groups, is_python, render_unit
+from units.rendering import (
+    MAX_UNIT_BYTES,
+    exec_start_groups,
+    executable_specifier,
+    is_python,
+    render_unit,
+)
 from units.schema import DEST_FIELDS, FIELDS, Bounds, Kind
 from units.speculative import validate_spec
 from units.unicode_text import invisible_problem
@@ -205,8 +212,11 @@ class _Checker:
             self.add(field, "Give the path to `vllm` or to a venv's python.")
             return
         bad = _control(exe)
+        lead = executable_specifier(exe)
         if bad:
             self.add(field, f"The path cannot contain {bad}.")
+        elif lead:
+            self._specifier_executable(exe, lead)
         elif not exe.startswith("/"):
             self.add(field, "Give an absolute path (systemd runs it without a shell).")
         elif any(c in exe for c in "'\"\\$"):
@@ -223,6 +233,24 @@ class _Checker:
                 "The executable must be `vllm` (e.g. /opt/vllm/bin/vllm) or a venv's python "
                 "(e.g. /opt/vllm/bin/python3), which runs vLLM's API server module.",
             )
+
+    def _specifier_executable(self, exe: str, lead: str) -> None:
+        """`%h/vllm/bin/vllm`: the specifier as systemd expands it, the rest plainly."""
+        field, rest = "vllm_executable", exe[len(lead) :]
+        known, _ = specifier_table(int(self.data["target_systemd_version"] or 0))
+        path = "/dir" + rest
+        if lead[1] not in known:
+            self.add(field, f"systemd {self.data['target_systemd_version']} does not know {lead}.")
+        elif "%" in rest or any(c in rest for c in "'\"\\$ "):
+            self.add(
+                field,
+                f"Only a leading directory specifier ({lead}) is written as one: the rest of "
+                "the path cannot contain “%”, quotes, “\\”, “$” or spaces.",
+            )
+        elif posixpath.normpath(path) != path:
+            self.add(field, "Write the path plainly (no “//”, “/./”, “/../” or trailing “/”).")
+        elif not (posixpath.basename(exe) == "vllm" or is_python(exe)):
+            self.add(field, "The executable must be `vllm` or a venv's python.")
 
     def model(self) -> None:
         model = self.data["model"]

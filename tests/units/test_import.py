@@ -90,6 +90,27 @@ def test_a_unit_that_does_not_run_vllm_is_refused_with_the_reason(alice: Abstrac
         import_unit(text=text, filename="sleep.service", actor=alice)
 
 
+def test_an_executable_under_the_home_specifier_is_kept_as_written(
+    alice: AbstractBaseUser,
+) -> None:
+    text = (
+        "[Service]\nExecStart=%h/vllm/bin/vllm serve %h/models/qwen --port 8001\n"
+        "Environment=PATH=%h/vllm/bin:/usr/bin\n"
+    )
+    result = import_unit(text=text, filename="qwen.service", actor=alice)
+    assert result.sameness.equal, result.sameness.argv_differences
+    assert result.version.data["vllm_executable"] == "%h/vllm/bin/vllm"
+    assert "ExecStart=%h/vllm/bin/vllm serve \\" in result.version.unit_text
+
+
+def test_an_executable_named_through_another_specifier_is_refused(
+    alice: AbstractBaseUser,
+) -> None:
+    text = "[Service]\nExecStart=/opt/%i/bin/vllm serve /models/qwen\n"
+    with pytest.raises(ValidationError, match="named through a variable or a specifier"):
+        import_unit(text=text, filename="qwen.service", actor=alice)
+
+
 def test_importunit_prints_each_profile_and_fails_when_one_is_not_imported(tmp_path) -> None:
     good, bad = tmp_path / "qwen.service", tmp_path / "sleep.service"
     good.write_text(UNIT, encoding="utf-8")

@@ -9,6 +9,7 @@ import pytest
 from deploys.jobs.policy import PipelinePolicy
 from tests.units.factories import baseline, ngram
 from units.linting import _spec_field
+from units.rendering import render_unit
 from units.speculative import method_shape, spec_methods
 from units.validation import field_choices, validate_profile_data
 
@@ -40,6 +41,10 @@ def test_the_seed_profiles_are_valid() -> None:
         ("vllm_executable", "/opt//vllm/bin/vllm", "Write the path plainly"),
         ("vllm_executable", "/opt/vllm/bin/../bin/vllm", "Write the path plainly"),
         ("vllm_executable", "/usr/bin/bash", "must be `vllm`"),
+        ("vllm_executable", "%n/bin/vllm", "absolute path"),
+        ("vllm_executable", "%h/%i/vllm", "Only a leading"),
+        ("vllm_executable", "%h//vllm", "Write the path plainly"),
+        ("vllm_executable", "%h/vllm/bin/vllm", None),
         ("model", "", "Give the model path"),
         ("model", "/models/a\nb", "cannot contain a newline"),
         ("model", "--trust-remote-code", "cannot start with “-”"),
@@ -172,6 +177,15 @@ def test_range_messages_name_both_ends() -> None:
     assert (
         "0 to 10000000 MiB" in errors_for(gpu_free_threshold_mib=10**8)["gpu_free_threshold_mib"][0]
     )
+
+
+def test_an_executable_under_a_directory_specifier_is_written_as_it_is() -> None:
+    """`%h/vllm/bin/vllm`: systemd expands the home directory's specifier at load time
+    (systemd.unit(5), "Specifiers"), so the path is absolute on the host; the rest of the
+    word is escaped as ever."""
+    data = baseline(vllm_executable="%h/vllm%/bin/vllm")
+    assert errors_for(vllm_executable="%h/vllm/bin/vllm") == {}
+    assert "ExecStart=%h/vllm%%/bin/vllm serve \\" in render_unit(data)
 
 
 def test_stripped_executable_path_is_accepted() -> None:

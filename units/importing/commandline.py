@@ -16,9 +16,10 @@ from typing import Any
 from linting.commands import Command
 from linting.vllm.catalog import FlagMatch, VllmCatalog
 from linting.vllm.detect import find_vllm
+from units.importing.wrappers import wrapper_reason
 from units.layout import Token, token_text
 from units.profile_data import normalize_profile_data
-from units.rendering import API_SERVER_MODULE
+from units.rendering import API_SERVER_MODULE, executable_specifier
 from units.schema import DEST_FIELDS, FIELDS, SPEC_CONFIG_FLAG, Kind
 from units.speculative import SPEC_KEYS, SPEC_METHOD_KEY, method_shape, spec_config
 from units.templatetags.unitfile import spec_json
@@ -97,8 +98,8 @@ def parse_command(
             "does not write."
         )
     words = _words(command)
-    program = _program(words)
-    result = CommandLine(fields={"vllm_executable": words[0].value})
+    program = _program(command, words)
+    result = CommandLine(fields={"vllm_executable": _executable(words[0])})
     i, style = program
     while i < len(words):
         i = _next_group(words, i, style, catalog, refused, result)
@@ -107,22 +108,31 @@ def parse_command(
     return result
 
 
-def _program(words: list[_Word]) -> tuple[int, str]:
+def _program(command: Command, words: list[_Word]) -> tuple[int, str]:
     """(index of the first vLLM argument, "serve" | "api_server") or NotImportable."""
     values = [w.value for w in words]
     found = find_vllm(values)
     if found is None:
-        raise NotImportable(
-            "ExecStart= does not run a vLLM server directly (`vllm serve`, or a python "
-            "running vllm.entrypoints.openai.api_server)."
-        )
-    if not all(w.literal for w in words[: found.args_start]):
+        raise NotImportable(wrapper_reason(command))
+    if not all(w.literal for w in words[1 : found.args_start]) or not _executable(words[0]):
         raise NotImportable("The vLLM executable is named through a variable or a specifier.")
     if found.style == "api_server" and values[1:3] != ["-m", API_SERVER_MODULE]:
         raise NotImportable(f"A profile runs the API server as `python -m {API_SERVER_MODULE}`.")
     if found.style == "serve" and found.args_start != 2:
         raise NotImportable("A profile runs `vllm serve` through the vllm executable itself.")
     return found.args_start, found.style
+
+
+def _executable(word: _Word) -> str:
+    """The executable as the field holds it: the path, or the unit's word when it starts
+    with a directory specifier and is plain after it (`%h/vllm/bin/vllm`: the field
+    writes it back so); "" for any other specifier or variable."""
+    if word.literal:
+        return word.value
+    lead = executable_specifier(word.raw)
+    rest = word.raw[len(lead) :]
+    plain = not any(c in rest for c in "%$'\"\\ ")
+    return word.raw if lead and plain else ""
 
 
 def _next_group(
