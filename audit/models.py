@@ -88,6 +88,11 @@ class AuditKind(StrEnum):
     # a task package a worker refused to run: not one of specadmin's tasks
     # (deploys/jobs/allowlist.py; docs/security.md)
     TASK_REFUSED = "task.refused"
+    # the API (api/; docs/api.md "What is audited"): tokens, every write call, reads hourly
+    API_TOKEN_CREATED = "api.token_created"
+    API_TOKEN_REVOKED = "api.token_revoked"
+    API_CALL = "api.call"
+    API_READ = "api.read"
 
 
 class AuditImmutableError(Exception):

@@ -40,6 +40,9 @@ INSTALLED_APPS = [
     "audit",
     "deploys",
     "perf",
+    "rest_framework",
+    "drf_spectacular",
+    "api",
     # specadmin's own system checks (specadmin/checks.py: file modes, the secret key, the
     # trusted proxies, serving on a public address).
     "specadmin",
@@ -236,6 +239,36 @@ AUDIT_WITNESS_TIMEOUT = envint("AUDIT_WITNESS_TIMEOUT", 10)
 AUDIT_CHECKPOINT_SYSLOG = envbool("AUDIT_CHECKPOINT_SYSLOG", False)
 AUDIT_CHECKPOINT_SYSLOG_ADDRESS = envstr("AUDIT_CHECKPOINT_SYSLOG_ADDRESS", "/dev/log")
 AUDIT_CHECKPOINT_COMMAND = envstr("AUDIT_CHECKPOINT_COMMAND", "")
+
+# The API (api/; docs/api.md): tokens or a session, JSON only, bounded pages and bodies,
+# rates per token (DRF keeps the counts in the default cache: per process).
+API_MAX_BODY_BYTES = envint("API_MAX_BODY_BYTES", 1024 * 1024)
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "api.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["api.permissions.TokenScope", "api.permissions.RolePermissions"],
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.ReadRate", "api.throttling.WriteRate"],
+    "DEFAULT_THROTTLE_RATES": {
+        "api_read": envstr("API_READ_RATE", "600/min"),
+        "api_write": envstr("API_WRITE_RATE", "60/min"),
+    },
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.Pages",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "api.errors.handle",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "specadmin API",
+    "DESCRIPTION": "Profiles, versions, hosts, deploy requests, jobs, benchmarks and history "
+    "for CI and scripts (docs/api.md). Approval is not part of the API.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+}
 
 # A deploy approval (and a pending request) expires after this many hours.
 DEPLOY_APPROVAL_TTL_HOURS = envint("DEPLOY_APPROVAL_TTL_HOURS", 24)

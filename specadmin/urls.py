@@ -15,6 +15,8 @@ urlpatterns = [
     path("history/", include("audit.urls")),
     path("deploys/", include("deploys.urls")),
     path("benchmarks/", include("perf.urls")),
+    # The REST API for CI and scripts, and the token page (api/; docs/api.md).
+    path("api/", include("api.urls")),
 ]
 
 # The site's own 403 page, naming the roles that would allow what was refused.

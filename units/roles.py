@@ -38,12 +38,14 @@ _HOSTS = (
 _APPROVE = ("deploys.approve_deployrequest",)
 # Stopping a job that runs (or is queued): whoever may start or approve one.
 _CANCEL = ("deploys.cancel_deployrequest",)
+# Everyone's API tokens: see and revoke them (api/; each person makes their own).
+_TOKENS = ("api.view_apitoken", "api.change_apitoken")
 
 ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
     VIEWER: _READ,
     OPERATOR: _READ + _EDIT + _CANCEL,
     APPROVER: _READ + _APPROVE + _CANCEL,
-    ADMIN: _READ + _EDIT + _APPROVE + _HOSTS + _CANCEL,
+    ADMIN: _READ + _EDIT + _APPROVE + _HOSTS + _CANCEL + _TOKENS,
 }
 
 

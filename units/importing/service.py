@@ -28,10 +28,12 @@ from units.models import PROFILE_FIELDS, ProfileVersion, ServiceProfile, UnitImp
 from units.profile_data import default_data, normalize_profile_data
 from units.rendering import MAX_UNIT_BYTES, render_unit
 from units.schema import FIELDS
-from units.services import _append_version, _audit, _insert_profile
+from units.selectors import profile_latest_version
+from units.services import _append_version, _audit, _insert_profile, profile_update
 from units.validation import field_errors, size_errors
 
 ADD = "units.add_serviceprofile"
+CHANGE = "units.change_serviceprofile"
 DEFAULT_SYSTEMD = FIELDS["target_systemd_version"].default
 DEFAULT_VLLM = FIELDS["target_vllm_version"].default
 # Fields whose values come from the unit; the rest keep a new profile's defaults.
@@ -180,6 +182,58 @@ def import_unit(
         profile_lint_options(data),
     ).findings
     return ImportResult(record, True, sameness, findings)
+
+
+def import_unit_version(
+    *, profile: ServiceProfile, text: str, actor: AbstractBaseUser | None
+) -> ImportResult:
+    """A new version of `profile` from unit `text` (a repository's unit, pushed again by
+    CI), mapped as `import_unit` maps it, for the profile's target versions. The same
+    text again returns its earlier import (nothing written). Refused unless the rendered
+    unit runs the same commands: a version CI pushes must mean what its file says."""
+    if actor is not None and not actor.has_perm(CHANGE):
+        raise PermissionDenied("You may not change profiles.")
+    if len(text.encode("utf-8")) > MAX_UNIT_BYTES:
+        raise ValidationError(f"The unit is larger than {MAX_UNIT_BYTES} bytes.")
+    sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    earlier = UnitImport.objects.filter(unit_name=profile.name, sha256=sha).first()
+    if earlier is not None:
+        return ImportResult(earlier, False, _verdict(earlier))
+    options = LintOptions(
+        systemd_version=profile.target_systemd_version, vllm_version=profile.target_vllm_version
+    )
+    try:
+        data, sameness, notes = build_profile_data(text, profile.name, options)
+    except (NotImportable, UnknownVllmVersion) as exc:
+        raise ValidationError(f"{profile.name}.service cannot be imported: {exc}") from exc
+    if not sameness.equal:
+        raise ValidationError(
+            f"{profile.name}.service would not run the same commands as a profile: "
+            + "; ".join(sameness.argv_differences + sameness.environment_differences)
+        )
+    with transaction.atomic():
+        version = profile_update(
+            profile=profile,
+            data=data,
+            updated_by=actor,
+            comment=f"Imported {profile.name}.service",
+        ) or profile_latest_version(profile=profile)
+        assert version is not None  # a profile always has version 1
+        record = UnitImport.objects.create(
+            unit_name=profile.name,
+            sha256=sha,
+            original_text=text,
+            source=f"{profile.name}.service",
+            profile=profile,
+            version=version,
+            argv_equal=True,
+            environment_equal=True,
+            differences=[],
+            notes=notes,
+            setting_differences=sameness.setting_differences,
+            created_by=actor,
+        )
+    return ImportResult(record, True, sameness)
 
 
 def _first_exe(text: str) -> str:
