@@ -29,6 +29,26 @@ def _errors(exc: ValidationError) -> dict[str, Any]:
     return {"detail": " ".join(exc.messages), "errors": {}}
 
 
+def _texts(value: Any) -> list[str]:
+    """DRF's error details (lists, nested dicts of a DictField) as plain sentences."""
+    if isinstance(value, dict):
+        return [f"{k}: {t}" for k, v in value.items() for t in _texts(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    return [str(value)]
+
+
+def _one_shape(data: Any) -> dict[str, Any]:
+    """DRF's `{field: [..]}` or `[..]` as `{"detail": …, "errors": {field: [..]}}`."""
+    if isinstance(data, dict) and set(data) == {"detail"}:
+        return {"detail": str(data["detail"])}
+    if not isinstance(data, dict):
+        return {"detail": " ".join(_texts(data)), "errors": {}}
+    general = _texts(data.get("non_field_errors", []))
+    fields = {k: _texts(v) for k, v in data.items() if k != "non_field_errors"}
+    return {"detail": " ".join(general) or "Some fields are not valid.", "errors": fields}
+
+
 def handle(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ValidationError):
         return Response(_errors(exc), status=status.HTTP_400_BAD_REQUEST)
@@ -36,4 +56,7 @@ def handle(exc: Exception, context: dict[str, Any]) -> Response | None:
         return Response(
             {"detail": f"Cannot reach the host: {exc}"}, status=status.HTTP_409_CONFLICT
         )
-    return exception_handler(exc, context)
+    response = exception_handler(exc, context)
+    if response is not None:
+        response.data = _one_shape(response.data)
+    return response

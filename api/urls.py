@@ -1,7 +1,7 @@
 """Routes of the API (`api/v1/…`, JSON) and of the token page (`api/tokens/`); the
 project mounts them under `api/`."""
 
-from django.urls import path
+from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
 from api import token_views, views
@@ -30,4 +30,6 @@ urlpatterns = [
     path("v1/jobs/<int:pk>/", views.JobDetail.as_view(), name="job"),
     path("v1/benchmarks/", views.BenchRunList.as_view(), name="benchmarks"),
     path("v1/history/", views.History.as_view(), name="history"),
+    # Anything else under v1/ (a pk that is not a number, a missing slash): JSON too.
+    re_path(r"^v1/", views.no_such_route),
 ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Max, QuerySet
+from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -450,3 +451,10 @@ class Me(ApiView):
             "permissions": sorted(request.user.get_all_permissions()),
         }
         return Response(data)
+
+
+def no_such_route(request: HttpRequest) -> JsonResponse:
+    """A path under /api/v1/ that names no endpoint: the API's error shape, not a page."""
+    return JsonResponse(
+        {"detail": "No such API route (paths end with “/”; see /api/v1/schema/)."}, status=404
+    )
