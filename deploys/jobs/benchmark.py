@@ -56,6 +56,11 @@ def register(step: BenchmarkStep | None) -> None:
     _implementation = step
 
 
+def registered() -> BenchmarkStep | None:
+    """The function installed now (a test that installs its own puts this one back)."""
+    return _implementation
+
+
 def benchmark(job: BenchmarkJob) -> StepResult:
     """The benchmark hook (see the module docstring for its contract)."""
     if _implementation is None:
@@ -63,4 +68,4 @@ def benchmark(job: BenchmarkJob) -> StepResult:
     return _implementation(job)
 
 
-__all__ = ["BenchmarkJob", "benchmark", "register"]
+__all__ = ["BenchmarkJob", "benchmark", "register", "registered"]

@@ -16,9 +16,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import AbstractBaseUser
 
-from deploys.jobs import queue, runner
-from deploys.jobs.service_steps import vllm_check
-from deploys.jobs.steps import daemon_reload, preflight, push
+from deploys.jobs import pipelines, queue, runner
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.unit_requests import (
     host_set_restarts_without_approval,
@@ -38,12 +36,12 @@ pytestmark = pytest.mark.testhost
 
 HOSTILE = "/opt/specadmin-hostile"
 CHECKED_PUSH = (
-    ("preflight", preflight),
-    ("vllm_check", vllm_check),
-    ("push", push),
-    ("daemon_reload", daemon_reload),
+    pipelines.PREFLIGHT,
+    pipelines.VLLM_CHECK,
+    pipelines.PUSH,
+    pipelines.DAEMON_RELOAD,
 )
-CHECK_ONLY = (("preflight", preflight), ("vllm_check", vllm_check))
+CHECK_ONLY = (pipelines.PREFLIGHT, pipelines.VLLM_CHECK)
 _SITECUSTOMIZE = """import os
 open(f"/var/tmp/specadmin-marker-{token}-site-{{os.getuid()}}", "a").write("ran\\n")
 """
