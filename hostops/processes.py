@@ -1,6 +1,6 @@
 """Processes on a host, read and signalled through a transport (SSH or local).
 
-Stdlib only, and no Django: the GPU clean-up (`deploys.jobs.gpu_clean`) runs these on real
+Stdlib only, and no Django: the GPU clean-up (`hostops.gpu_clean`) runs these on real
 GPU machines without the web application. Facts come from /proc (proc(5)) with small
 constant shell scripts that take the PIDs as arguments (argv, never a built string):
 - `/proc/PID/stat`: state (field 3) and start time (field 22, clock ticks since boot; a
@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from deploys.transports.base import Transport
-from deploys.transports.errors import CommandTimeout, RemoteCommandFailed
+from hostops.channel.base import Transport
+from hostops.channel.errors import CommandTimeout, RemoteCommandFailed
 
 # One line per live PID: pid, ppid, uid, user, start time, state, comm, cgroup, cmdline,
 # tab-separated (cmdline last: its NULs become spaces). Missing PIDs print nothing.

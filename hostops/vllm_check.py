@@ -15,7 +15,7 @@ writes one for every entry point). What it calls, and where vLLM keeps it:
 Hosts where no Python can be found, or whose vLLM lacks these, skip the check visibly.
 
 It runs as the unit's `User=`, never as root with code the service account controls
-(`deploys.jobs.run_as`, which also says when it does not run at all).
+(`hostops.run_as`, which also says when it does not run at all).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from deploys.jobs.run_as import plan_run_as
-from deploys.jobs.service import VllmService
-from deploys.transports.base import CommandResult, Transport
-from deploys.transports.errors import CommandTimeout, TransportError
+from hostops.channel.base import CommandResult, Transport
+from hostops.channel.errors import CommandTimeout, TransportError
+from hostops.run_as import plan_run_as
+from hostops.service import VllmService
 
 CHECK_TIMEOUT_S = 120.0  # `import vllm` imports torch: seconds when warm, longer cold
 MARKER = "@@specadmin-vllm-check "
@@ -176,7 +176,7 @@ def check_vllm_args(
     timeout: float = CHECK_TIMEOUT_S,
 ) -> VllmCheck:
     """Run CHECK_PROGRAM under the service's Python with the unit's environment, as the
-    unit's user (`deploys.jobs.run_as`); not at all where that cannot be done safely."""
+    unit's user (`hostops.run_as`); not at all where that cannot be done safely."""
     executable = _resolve(transport, service.argv[0])
     if not executable:
         return VllmCheck(None, f"{service.argv[0]} is not on the host's PATH")
