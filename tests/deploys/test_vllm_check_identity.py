@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import AbstractBaseUser
 
-from deploys.jobs import pipelines, queue, runner
+from deploys.jobs import queue, runner
+from deploys.jobs.pipelines import DAEMON_RELOAD, PREFLIGHT, PUSH, VLLM_CHECK
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.unit_requests import (
     host_set_restarts_without_approval,
@@ -35,13 +36,8 @@ from tests.testhost.host import TestHost
 pytestmark = pytest.mark.testhost
 
 HOSTILE = "/opt/specadmin-hostile"
-CHECKED_PUSH = (
-    pipelines.PREFLIGHT,
-    pipelines.VLLM_CHECK,
-    pipelines.PUSH,
-    pipelines.DAEMON_RELOAD,
-)
-CHECK_ONLY = (pipelines.PREFLIGHT, pipelines.VLLM_CHECK)
+CHECKED_PUSH = (PREFLIGHT, VLLM_CHECK, PUSH, DAEMON_RELOAD)
+CHECK_ONLY = (PREFLIGHT, VLLM_CHECK)
 _SITECUSTOMIZE = """import os
 open(f"/var/tmp/specadmin-marker-{token}-site-{{os.getuid()}}", "a").write("ran\\n")
 """

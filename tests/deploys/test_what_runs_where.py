@@ -50,8 +50,8 @@ from deploys.services.unit_requests import (
     restart_request_create,
     rollback_request_create,
 )
-from deploys.transports import Transport
-from deploys.transports.push import BACKUP_SUFFIX, sha256_hex
+from hostops.channel import Transport
+from hostops.channel.push import BACKUP_SUFFIX, sha256_hex
 from tests.deploys.helpers import UNIT_DIR, double_profile, make_host, make_users, unique
 from tests.deploys.what_runs_support import (
     LocalSide,
