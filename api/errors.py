@@ -12,7 +12,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from deploys.transports import TransportError
+from hostops.channel import TransportError
 
 
 class BodyTooLarge(APIException):

@@ -16,7 +16,7 @@ from api.throttling import ReadRate
 from audit.models import AuditEvent
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.deploy_requests import deploy_request_approve
-from deploys.transports import HostUnreachable
+from hostops.channel import HostUnreachable
 from perf.models import BenchRun
 from tests.deploys.helpers import Enqueued, FakeHosts, People
 from tests.perf.factories import stored_run
