@@ -254,7 +254,7 @@ REST_FRAMEWORK = {
         "api_read": envstr("API_READ_RATE", "600/min"),
         "api_write": envstr("API_WRITE_RATE", "60/min"),
     },
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.Pages",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -101,8 +101,11 @@ class _Checker:
         self.errors.setdefault(field, []).append(message)
 
     def catalog(self) -> VllmCatalog | None:
+        version = self.data.get("target_vllm_version") or ""
+        if not isinstance(version, str) or not self.ok("target_vllm_version"):
+            return None  # the type check said why (a JSON caller can send a list)
         try:
-            return load_catalog(self.data.get("target_vllm_version") or "")
+            return load_catalog(version)
         except UnknownVllmVersion:
             return None
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from django.core.cache import cache
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
@@ -20,7 +22,7 @@ from hostops.channel import HostUnreachable
 from perf.models import BenchRun
 from tests.deploys.helpers import Enqueued, FakeHosts, People
 from tests.perf.factories import stored_run
-from units.models import ServiceProfile
+from units.models import PROFILE_FIELDS, ServiceProfile
 from units.services import profile_update
 
 pytestmark = pytest.mark.django_db
@@ -298,3 +300,59 @@ def test_a_host_that_cannot_be_read_refuses_the_request_and_says_why(
     assert answer.status_code == 400, answer.content
     assert "Cannot read the current unit on gpu-a" in answer.json()["detail"]
     assert not DeployRequest.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "[" * 100_000,  # deeper than Python's JSON decoder goes
+        '{"data": ' * 50_000,
+        '{"text": "' + "9" * 5000 + '"}',
+        '{"filename": 12, "text": ["a"]}',
+        "\xff\xfe",
+        '{"text": "\\ud800"}',
+        "",
+    ],
+)
+def test_any_body_gets_an_answer_never_a_server_error(
+    people: People, client_for: Callable[..., APIClient], body: str
+) -> None:
+    client = client_for(people.olga)
+    for path in ("/lint/", "/imports/", "/requests/", f"/profiles/{NAME}/versions/"):
+        answer = client.generic(
+            "POST", V1 + path, body.encode("utf-8", "surrogatepass"), "application/json"
+        )
+        assert answer.status_code < 500, (path, answer.content[:200])
+        assert answer.status_code < 400 or "detail" in answer.json()
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=40),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def test_any_json_in_any_field_of_a_new_profile_or_version_gets_an_answer_never_a_5xx(
+    people: People, client_for: Callable[..., APIClient], profile: ServiceProfile
+) -> None:
+    """The form only ever sends text; the API takes JSON, so every field gets every JSON
+    type (numbers past limits, lists, objects, null) and the services must judge it."""
+    client = client_for(people.olga)
+    names = sorted(PROFILE_FIELDS)
+
+    @settings(max_examples=60, deadline=None)
+    @given(data=st.dictionaries(st.sampled_from(names), JSON, min_size=1, max_size=4))
+    def post(data: dict[str, object]) -> None:
+        cache.clear()  # the write rate is not what this test is about
+        for path in (f"{V1}/profiles/{NAME}/versions/", f"{V1}/profiles/"):
+            answer = client.post(path, {"data": data}, format="json")
+            assert answer.status_code < 500, (path, data, answer.content[:300])
+
+    post()
