@@ -329,7 +329,7 @@ class RequestList(ListModelMixin, ApiView):
         given.is_valid(raise_exception=True)
         values = given.validated_data
         profile = _profile(values["profile"])
-        number = values.get("version") or profile.latest_number  # type: ignore[attr-defined]
+        number = values.get("version") or profile.latest_number
         version = get_object_or_404(ProfileVersion, profile=profile, number=number)
         host = get_object_or_404(Host, name=values["host"])
         created = deploy_request_create(
