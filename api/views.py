@@ -28,6 +28,7 @@ from deploys.services.deploy_requests import deploy_request_create
 from linting.engine import lint_text
 from linting.options import LintOptions
 from linting.reporters.json_report import file_json
+from linting.systemd.catalog import UnknownSystemdVersion
 from linting.vllm.catalog import UnknownVllmVersion, available_versions
 from perf.models import BenchRun
 from units.importing.service import import_unit, import_unit_version
@@ -253,6 +254,8 @@ class Lint(ApiView):
             report = lint_text(values["text"], name, options)
         except UnknownVllmVersion as exc:
             raise BadInput({"vllm_version": [str(exc)]}) from exc
+        except UnknownSystemdVersion as exc:
+            raise BadInput({"systemd_version": [str(exc)]}) from exc
         counts = report.counts()
         self.audited = {"linted": name, "errors": counts.get("error", 0)}
         return Response(

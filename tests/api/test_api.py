@@ -215,6 +215,19 @@ def test_lint_reports_the_linters_findings_and_whether_they_block(
     assert any(f["severity"] == "error" for f in body["file"]["findings"])
 
 
+@pytest.mark.parametrize(
+    ("versions", "field"),
+    [({"systemd_version": 235}, "systemd_version"), ({"vllm_version": "0.0.1"}, "vllm_version")],
+)
+def test_lint_for_a_version_without_a_catalog_says_so(
+    people: People, client_for: Callable[..., APIClient], versions: dict, field: str
+) -> None:
+    answer = client_for(people.vic, "read").post(
+        f"{V1}/lint/", {"text": "[Service]\nExecStart=/bin/true\n", **versions}, format="json"
+    )
+    assert answer.status_code == 400 and field in answer.json()["errors"]
+
+
 def test_a_job_is_read_live_with_its_steps_and_its_benchmark_verdict(
     people: People,
     client_for: Callable[..., APIClient],
