@@ -15,25 +15,31 @@ from api.authentication import token_of
 
 class _PerCaller(SimpleRateThrottle):
     def get_cache_key(self, request: Request, view: Any) -> str | None:
-        if not self._applies(request):
+        if not self._applies(request, view):
             return None
         token = token_of(request)
         who = f"token-{token.pk}" if token else f"user-{request.user.pk}"
         return self.cache_format % {"scope": self.scope, "ident": who}
 
-    def _applies(self, request: Request) -> bool:
+    def _applies(self, request: Request, view: Any) -> bool:
         raise NotImplementedError
+
+
+def _reads(request: Request, view: Any) -> bool:
+    """A read: a safe method, or a POST that writes nothing (lint: a repository's units
+    are linted one call each)."""
+    return request.method in SAFE_METHODS or getattr(view, "read_only_post", False)
 
 
 class ReadRate(_PerCaller):
     scope = "api_read"
 
-    def _applies(self, request: Request) -> bool:
-        return request.method in SAFE_METHODS
+    def _applies(self, request: Request, view: Any) -> bool:
+        return _reads(request, view)
 
 
 class WriteRate(_PerCaller):
     scope = "api_write"
 
-    def _applies(self, request: Request) -> bool:
-        return request.method not in SAFE_METHODS
+    def _applies(self, request: Request, view: Any) -> bool:
+        return not _reads(request, view)

@@ -20,12 +20,18 @@ wait_s=${WAIT_S:-86400}
 profile=$(basename "$unit" .service)
 
 # api METHOD PATH [JSON]: the answer's body; exits with its "detail" on an HTTP error.
+# Too many calls (429): waits as Retry-After says, a few times.
 api() {
-  local out status
+  local out status tries=0
   out=$(mktemp)
-  status=$(curl -sS -o "$out" -w '%{http_code}' -X "$1" \
-    -H "Authorization: Bearer $SPECADMIN_TOKEN" -H 'Content-Type: application/json' \
-    ${3:+--data-binary "$3"} "$base$2") || { rm -f "$out"; echo "cannot reach $base" >&2; exit 2; }
+  while :; do
+    status=$(curl -sS -o "$out" -D "$out.h" -w '%{http_code}' -X "$1" \
+      -H "Authorization: Bearer $SPECADMIN_TOKEN" -H 'Content-Type: application/json' \
+      ${3:+--data-binary "$3"} "$base$2") || { rm -f "$out" "$out.h"; echo "cannot reach $base" >&2; exit 2; }
+    [ "$status" = 429 ] && [ $((tries += 1)) -le 5 ] || break
+    sleep "$(tr -d '\r' <"$out.h" | sed -n 's/^[Rr]etry-[Aa]fter: *//p' | head -n 1 | grep -E '^[0-9]+$' || echo 5)"
+  done
+  rm -f "$out.h"
   if [ "$status" -ge 400 ]; then
     echo "$1 $2: HTTP $status: $(jq -r '.detail // .' "$out" 2>/dev/null || cat "$out")" >&2
     jq -r '.errors // {} | to_entries[] | "  \(.key): \(.value | join(" "))"' "$out" >&2 2>/dev/null || true
