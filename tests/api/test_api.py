@@ -4,6 +4,7 @@ jobs read live, every call audited with the token's name, the limits."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -26,6 +27,8 @@ from units.models import PROFILE_FIELDS, ServiceProfile
 from units.services import profile_update
 
 pytestmark = pytest.mark.django_db
+
+CONVERTER = re.compile(r"<(?:\w+:)?(?P<name>\w+)>")
 
 V1 = "/api/v1"
 NAME = "vllm-kimi-k25-int4"
@@ -105,6 +108,46 @@ def test_no_api_route_and_no_token_can_approve_or_reject(
     request = DeployRequest.objects.get(pk=pk)
     web.post(reverse("deploys:request_approve", args=[pk]), {"sha256": request.unit_sha256})
     assert DeployRequest.objects.get(pk=pk).status == "approved"
+
+
+def _web_routes(resolver: URLResolver | None = None, prefix: str = "") -> list[str]:
+    """Every route of the web UI (not the API's), as its pattern text."""
+    found = []
+    for entry in (resolver or get_resolver()).url_patterns:
+        if isinstance(entry, URLResolver):
+            if str(entry.pattern) not in ("api/", "admin/"):
+                found += _web_routes(entry, prefix + str(entry.pattern))
+        else:
+            found.append(prefix + str(entry.pattern))
+    return found
+
+
+def test_a_token_authenticates_no_web_page_so_no_decision_is_made_with_one(
+    people: People,
+    token: Callable[..., str],
+    profile: ServiceProfile,
+    host: Host,
+    on_host: FakeHosts,
+    enqueued: Enqueued,
+) -> None:
+    """The approver's and the admin's tokens on every page of the web UI (approve, reject,
+    accept a baseline, adopt a unit, pin a host key, …): each is refused as anonymous."""
+    pk = _request(
+        APIClient(HTTP_AUTHORIZATION=f"Bearer {token(people.olga)}"), acknowledge_warnings=True
+    )["id"]
+    before = AuditEvent.objects.count()
+    routes = _web_routes()
+    assert "deploys/requests/<int:pk>/approve/" in routes
+    for who in (people.alice, people.ada):
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {token(who)}")
+        for route in routes:
+            url = "/" + CONVERTER.sub(lambda m: str(pk) if m["name"] == "pk" else "1", route)
+            for answer in (client.get(url), client.post(url, {"sha256": "x", "comment": "ok"})):
+                assert not answer.wsgi_request.user.is_authenticated, url
+                assert answer.status_code < 500, url
+    assert DeployRequest.objects.get(pk=pk).status == "pending"
+    new = AuditEvent.objects.filter(id__gt=before).exclude(kind__startswith="api.")
+    assert list(new.values_list("kind", flat=True)) == []
 
 
 def _api_routes(pk: int) -> list[str]:
