@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from deploys import selectors
 from deploys.cancel_plan import cancel_plan
 from deploys.ids import row_id
+from deploys.jobs.liveness import worker_lost
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
 from deploys.permissions import CANCEL_JOB, CHANGE_HOST, REQUEST_DEPLOY, VIEW_HOST, VIEW_REQUEST
 from deploys.running import units_on_host
@@ -89,6 +90,7 @@ def job_context(deploy: DeployRequest, user: Any) -> dict[str, Any]:
     live = deploy.status in LIVE
     return {
         "deploy": deploy,
+        "worker_lost": worker_lost(deploy),
         "main_steps": main,
         "rollback_steps": rollback,
         "live": live,

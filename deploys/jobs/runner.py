@@ -30,14 +30,14 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from audit.models import AuditKind
 from deploys.connect import transport_for
 from deploys.jobs.context import JobContext, never_cancelled
 from deploys.jobs.flow import Results, Step, step
-from deploys.jobs.lease import HostBusy, HostLease, lease_seconds, wait_seconds
+from deploys.jobs.lease import LOCK_STEP, HostBusy, HostLease, lease_seconds, wait_seconds
+from deploys.jobs.liveness import lost_workers
 from deploys.jobs.pipelines import (
     HOST_UNTOUCHED,
     PIPELINES,
@@ -51,7 +51,6 @@ from deploys.jobs.recorder import Recorder
 from deploys.jobs.recording import audit, run_step, skip
 from deploys.jobs.results import Pushed, Restored, Watched
 from deploys.jobs.steps import Outcome, StepResult
-from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.probe import probe_host
 from deploys.running import known_unit_names, on_host_payload, record_read
@@ -63,7 +62,6 @@ from deploys.transports.push import sha256_hex
 
 log = logging.getLogger(__name__)
 
-LOCK_STEP = "host_lock"
 CANCEL_POLL_S = 1.0
 Status = DeployRequest.Status
 _FINAL_KIND: dict[str, str] = {
@@ -230,8 +228,9 @@ def _run_claimed(job: Job, steps: Steps, lock_wait: float | None) -> JobOutcome:
             skip(ctx, names[index:], "the lock on the host was lost")
             return JobOutcome(
                 Status.FAILED,
-                f"lost the lock on {ctx.host.name} before {name} (the lease expired and "
-                "another job took it over); stopped without touching the host again",
+                f"lost the lock on {ctx.host.name} before {name} (its lease expired: the "
+                "worker stalled past it, and another job may hold the host now); stopped "
+                "without touching the host again",
             )
         if ctx.cancel_requested():
             skip(ctx, names[index:], "the job was cancelled")
@@ -420,6 +419,7 @@ def _take_lock(ctx: JobContext, rec: Recorder, wait: float | None) -> StepResult
     lease.start_renewing()
     if lease.took_over_from:
         rec.log(f"took over the expired lease of {lease.took_over_from}")
+        _interrupt_taken_over(lease, ctx.request.pk)
     rec.log(f"holding the lock as {lease.owner} (lease {lease.duration:g}s, renewed)")
     return StepResult.success(owner=lease.owner, took_over_from=lease.took_over_from)
 
@@ -552,10 +552,6 @@ def _finish(ctx: JobContext, outcome: JobOutcome, host_state: str) -> str:
 # workers that died
 
 
-def _live_lease(request_id: int, now: datetime) -> bool:
-    return HostLock.objects.filter(request_id=request_id, expires_at__gt=now).exists()
-
-
 def _redelivered(
     request_id: int,
     *,
@@ -565,21 +561,16 @@ def _redelivered(
 ) -> str:
     """A delivery of a request that is not `approved`: usually a duplicate (do nothing).
 
-    If the request is `running` but no live lease names it and it started longer ago
-    than a lock wait plus a lease (its worker died), it is taken over: run again from the
-    start when no step that changes the host had begun, else marked `interrupted`.
+    If the request is `running` but its worker is gone (`deploys.jobs.liveness`: its lease
+    expired, or it waited for the host longer than anyone does), it is taken over: run
+    again from the start when no step that changes the host had begun, else marked
+    `interrupted`.
     """
     now = timezone.now()
     row = DeployRequest.objects.filter(pk=request_id).values("status", "started_at").first()
     if row is None:
         return "missing"
-    cutoff = now - timedelta(seconds=wait_seconds() + lease_seconds())
-    if (
-        row["status"] != Status.RUNNING
-        or row["started_at"] is None
-        or row["started_at"] >= cutoff
-        or _live_lease(request_id, now)
-    ):
+    if row["status"] != Status.RUNNING or not lost_workers().filter(pk=request_id).exists():
         log.info("deploy request #%s not claimed (status %s): nothing to do", request_id, row)
         return str(row["status"])
     touched = (
@@ -648,20 +639,27 @@ def _interrupt(request: DeployRequest, now: datetime, how: str) -> str:
 
 def fail_abandoned_deploys(*, now: datetime | None = None) -> int:
     """Mark `interrupted` the requests a dead worker left `running` (django-q's timeout,
-    an OOM kill, a reboot): claimed longer ago than the lock wait plus one lease, and no
-    live lease on their host names them. A job that is alive renews its lease, so it is
-    never touched; the next request for the host takes the expired lease over as usual."""
-    now = now or timezone.now()
-    cutoff = now - timedelta(seconds=wait_seconds() + lease_seconds())
-    alive = HostLock.objects.filter(request=OuterRef("pk"), expires_at__gt=now)
-    stale = DeployRequest.objects.filter(status=Status.RUNNING, started_at__lt=cutoff).exclude(
-        Exists(alive)
-    )
+    an OOM kill, a reboot): those `deploys.jobs.liveness.lost_workers` finds, as soon as
+    their lease has expired (on the database clock; `now`: as of that instant). A job
+    that is alive renews its lease, so it is never touched; the next request for the
+    host takes the expired lease over as usual."""
+    when = now or timezone.now()
     count = 0
-    for request in stale.select_related("host", "profile_version__profile"):
-        if _interrupt(request, now, "no live lease on the host") == Status.INTERRUPTED:
+    for request in lost_workers(now).select_related("host", "profile_version__profile"):
+        if _interrupt(request, when, "no live lease on the host") == Status.INTERRUPTED:
             count += 1
     return count
+
+
+def _interrupt_taken_over(lease: HostLease, own: int) -> None:
+    """The job whose expired lease this one took over is gone: say so at once rather than
+    at the next housekeeping run."""
+    previous = lease.took_over_request
+    if previous is None or previous == own:
+        return
+    request = DeployRequest.objects.filter(pk=previous, status=Status.RUNNING).first()
+    if request is not None:
+        _interrupt(request, timezone.now(), "the next job for the host took its expired lease over")
 
 
 # --------------------------------------------------------------------------------------
