@@ -81,11 +81,12 @@ def worker_lost(request: DeployRequest) -> LostWorker | None:
         .values("expires_at", "now")
         .first()
     )
-    if lease is not None:
-        ago = max(0.0, (lease["now"] - lease["expires_at"]).total_seconds())
+    expired = lease["expires_at"] if lease is not None else None
+    if lease is not None and expired is not None:
+        ago = max(0.0, (lease["now"] - expired).total_seconds())
         why = (
             f"its lease on {request.host.name} expired {ago:.0f} s ago "
-            f"({lease['expires_at']:%H:%M:%S} UTC) and was not renewed"
+            f"({expired:%H:%M:%S} UTC) and was not renewed"
         )
     else:
         why = f"no live lease on {request.host.name} names it (another job holds the host now)"
