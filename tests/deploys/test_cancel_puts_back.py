@@ -12,6 +12,7 @@ at once, any other runs to its end and the job sees the cancel at the next bound
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +22,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from audit.models import AuditEvent, AuditKind
+from deploys import selectors
 from deploys.jobs import pipelines, runner
+from deploys.jobs.steps import StepResult
 from deploys.models import DeployRequest, Host, JobStep
+from deploys.running import text_of
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
 from deploys.services.unit_requests import deploy_job_cancel
 from tests.deploys.helpers import make_users, unique
@@ -265,3 +269,37 @@ def test_the_confirmation_of_a_queued_or_brand_new_job_says_what_it_does(world: 
         f"<li>Remove its unit file: {world.site.name} had no {new.unit_name}.service before "
         "this job.</li>"
     ) in running
+
+
+def test_a_cancel_whose_way_back_fails_says_so_and_puts_up_the_banner(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A's unit goes back but A does not become ready: the request is rollback_failed
+    (the banner on every page), and B's text is not marked as having failed there — a
+    cancel says nothing about B."""
+
+    def not_ready(ctx: Any, rec: Any, *needs: Any) -> StepResult:
+        return StepResult.failed("not ready after 60 s")
+
+    failing = tuple(
+        dataclasses.replace(s, run=not_ready) if s.name == "readiness" else s
+        for s in runner.ROLLBACK
+    )
+    monkeypatch.setattr(runner, "ROLLBACK", failing)
+    profile = world.production()
+    b = world.next_version(profile)
+
+    assert world.cancelled_run(b, "readiness") == Status.ROLLBACK_FAILED
+
+    b.refresh_from_db()
+    assert b.status_reason == (
+        f"cancelled by {world.approver} during readiness; the previous unit was restored "
+        "but did not become ready: readiness: not ready after 60 s"
+    )
+    assert world.side.file(profile.name) == profile.versions.get(number=1).unit_text.encode()
+    assert b in selectors.failed_rollbacks()
+    event = AuditEvent.objects.filter(
+        object_id=str(b.pk), kind=AuditKind.DEPLOY_ROLLBACK_FAILED
+    ).get()
+    assert event.payload["cancel"]["when"] == "during readiness"
+    assert text_of(host=world.site, unit_name=profile.name, sha=b.unit_sha256).marks == ()
