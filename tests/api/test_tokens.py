@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -134,3 +135,20 @@ def test_making_a_token_is_in_the_history_with_its_name_but_never_its_secret(
     event = AuditEvent.objects.get(kind="api.token_created")
     assert event.payload["credential"] == "ci-main" and event.actor_name == "olga"
     assert made.secret not in str(event.payload)
+
+
+def test_djangos_admin_lists_tokens_without_their_hash_and_revokes_them(people: People) -> None:
+    made = token_create(user=people.olga, name="ci", scope="read")
+    boss = get_user_model().objects.create_superuser("boss")
+    admin = Client()
+    admin.force_login(boss)
+    listing = admin.get(reverse("admin:api_apitoken_changelist"))
+    assert listing.status_code == 200 and "ci" in listing.content.decode()
+    detail = admin.get(reverse("admin:api_apitoken_change", args=[made.token.pk])).content.decode()
+    assert made.token.key_sha256 not in detail
+    admin.post(
+        reverse("admin:api_apitoken_changelist"),
+        {"action": "revoke", "_selected_action": [made.token.pk]},
+    )
+    assert _bearer(made.secret).get(PROFILES).status_code == 401
+    assert AuditEvent.objects.get(kind="api.token_revoked").actor_name == "boss"
