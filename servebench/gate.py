@@ -19,6 +19,19 @@ Statistics, for each metric with k baseline and m candidate repeats:
    repeats is as large as the change, so more repeats are needed before deciding. The
    gate does not roll back on noise; the job records it for a person.
 With one repeat per side the overlap test is the threshold test itself.
+4. with more repeats (the noisy case measured again, `more_repeats`), a change beyond the
+   threshold whose repeats overlap a little is still "regressed" when the one-sided
+   Mann-Whitney test (exact, `mann_whitney_p`) puts the chance that nothing changed at
+   `ALPHA` (5%) or below: "no overlap" is that test's extreme (U = 0), so small runs are
+   judged exactly as before.
+
+How sure a verdict is (`how_sure`, in words): the repeats on each side, that chance, and
+Cliff's delta (the share of repeat pairs in which the candidate is worse, minus the share
+in which it is better) with Romano et al.'s (2006) bands for negligible/small/medium/large.
+
+`more_repeats` says how many more candidate repeats fit a time budget while the verdict is
+noisy; `drift` compares a reference measured again (at the end of a trial) with its first
+measurement, so verdicts taken on a machine whose speed moved are marked unreliable.
 """
 
 from __future__ import annotations
@@ -28,10 +41,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from servebench.names import metric_name, metric_unit, streams
 from servebench.schema import BenchResult, LevelResult
 
 DEFAULT_THRESHOLD_PCT = 5.0
 PASS, REGRESSED, NOISY = "pass", "regressed", "noisy"
+ALPHA = 0.05  # the chance, when nothing changed, at which a slowdown counts as shown
+MAX_REPEATS = 12  # candidate repeats at most, however large the budget
+REPEAT_STEP = 2  # repeats added per round while the verdict is noisy
 
 # name → (how to read it from a level, True when higher is better)
 METRICS: dict[str, tuple[Callable[[LevelResult], float], bool]] = {
@@ -53,13 +70,21 @@ class MetricComparison:
     spread_pct: float  # largest (max - min) / median across repeats of either side
     overlap: bool
     verdict: str
+    # one-sided exact Mann-Whitney: the chance of repeats this far apart if nothing changed
+    p_worse: float = 1.0
+    p_better: float = 1.0
+    cliffs_delta: float = 0.0  # +1: every candidate repeat worse than every baseline one
 
     def sentence(self) -> str:
-        direction = "down" if METRICS[self.metric][1] else "up"
+        """ "Output tokens/s at 1 stream down 15.0% (74.00 → 62.90 tok/s; …)" """
+        higher = METRICS[self.metric][1]
+        worse = self.change_pct > 0
+        direction = "down" if higher == worse else "up"
+        unit = metric_unit(self.metric)
         return (
-            f"{self.metric} at concurrency {self.concurrency} {direction} "
+            f"{metric_name(self.metric)} at {streams(self.concurrency)} {direction} "
             f"{abs(self.change_pct):.1f}% ({self.baseline_median:.2f} → "
-            f"{self.candidate_median:.2f}; repeats spread {self.spread_pct:.1f}%)"
+            f"{self.candidate_median:.2f} {unit}; repeats spread {self.spread_pct:.1f}%)"
         )
 
 
@@ -92,7 +117,17 @@ def compare_metric(
     worst_base = min(baseline) if higher_is_better else max(baseline)
     best_cand = max(candidate) if higher_is_better else min(candidate)
     overlap = sign * (best_cand - worst_base) <= 0
-    verdict = PASS if change <= threshold_pct else NOISY if overlap else REGRESSED
+    # oriented so that larger is worse
+    base_w = [sign * v for v in baseline]
+    cand_w = [sign * v for v in candidate]
+    p_worse = mann_whitney_p(cand_w, base_w)
+    p_better = mann_whitney_p(base_w, cand_w)
+    if change <= threshold_pct:
+        verdict = PASS
+    elif not overlap or p_worse <= ALPHA:
+        verdict = REGRESSED
+    else:
+        verdict = NOISY
     return MetricComparison(
         metric=metric,
         concurrency=concurrency,
@@ -104,7 +139,52 @@ def compare_metric(
         spread_pct=spread,
         overlap=overlap,
         verdict=verdict,
+        p_worse=p_worse,
+        p_better=p_better,
+        cliffs_delta=cliffs_delta(cand_w, base_w),
     )
+
+
+def _pairs(larger: Sequence[float], smaller: Sequence[float]) -> float:
+    """Pairs (x in larger, y in smaller) with x > y, ties counting one half."""
+    return sum(1.0 if x > y else 0.5 if x == y else 0.0 for x in larger for y in smaller)
+
+
+def cliffs_delta(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """P(x > y) - P(x < y) over all pairs: +1 when every x is above every y."""
+    if not xs or not ys:
+        return 0.0
+    above = sum(1 for x in xs for y in ys if x > y)
+    below = sum(1 for x in xs for y in ys if x < y)
+    return (above - below) / (len(xs) * len(ys))
+
+
+def mann_whitney_p(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """One-sided exact p of "xs tend to be larger than ys": the chance, when both come
+    from one distribution, that as few pairs or fewer have x < y as seen here (U of xs
+    below ys; ties one half, counted against the claim). 3 + 3 values all above: 1/20."""
+    n, m = len(xs), len(ys)
+    if not n or not m:
+        return 1.0
+    below = _pairs(ys, xs)  # pairs where the y is larger: evidence against the claim
+    counts = _u_distribution(n, m)
+    total = sum(counts)
+    return sum(c for u, c in enumerate(counts) if u <= below + 1e-9) / total
+
+
+def _u_distribution(n: int, m: int) -> list[int]:
+    """How many of the C(n+m, n) orderings give U = 0, 1, …, n·m (no ties): the
+    recurrence f(n, m, u) = f(n-1, m, u-m) + f(n, m-1, u)."""
+    # table[j][u] for the current i, built up one value of i at a time
+    table = [[1] + [0] * (n * m) for _ in range(m + 1)]  # i = 0: only U = 0
+    for i in range(1, n + 1):
+        row = [[0] * (n * m + 1) for _ in range(m + 1)]
+        row[0][0] = 1
+        for j in range(1, m + 1):
+            for u in range(i * j + 1):
+                row[j][u] = (table[j][u - j] if u >= j else 0) + row[j - 1][u]
+        table = row
+    return table[m]
 
 
 def _spread(values: Sequence[float]) -> float:
@@ -144,3 +224,149 @@ def gate(
     verdict = REGRESSED if REGRESSED in verdicts else NOISY if NOISY in verdicts else PASS
     reasons = [c.sentence() + f": {c.verdict}" for c in comparisons if c.verdict != PASS]
     return GateResult(verdict, threshold_pct, comparisons, reasons)
+
+
+# -- how sure a verdict is ---------------------------------------------------------------
+
+
+def effect_size_words(delta: float) -> str:
+    """Cliff's delta in Romano et al.'s (2006) bands: 0.147, 0.33, 0.474."""
+    size = abs(delta)
+    if size < 0.147:
+        return "negligible"
+    if size < 0.33:
+        return "small"
+    if size < 0.474:
+        return "medium"
+    return "large"
+
+
+def how_sure(c: MetricComparison) -> str:
+    """One comparison's certainty in words: repeats, the chance it is luck, effect size."""
+    n_base, n_cand = len(c.baseline), len(c.candidate)
+    repeats = f"{n_cand} repeat{'s' if n_cand != 1 else ''} against {n_base}"
+    if n_base < 2 or n_cand < 2:
+        return f"{repeats}: one repeat on a side, so the threshold alone decides (no spread known)"
+    effect = f"{effect_size_words(c.cliffs_delta)} effect (Cliff's delta {c.cliffs_delta:+.2f})"
+    if c.verdict == REGRESSED:
+        return (
+            f"{repeats}: sure it is slower, a {_chance(c.p_worse)} chance of repeats this far "
+            f"apart if nothing changed; {effect}"
+        )
+    if c.verdict == NOISY:
+        return (
+            f"{repeats}: not sure, the repeats overlap ({_chance(c.p_worse)} chance of this "
+            f"if nothing changed, {ALPHA:.0%} needed); {effect}"
+        )
+    if c.change_pct < -c.spread_pct and c.p_better <= ALPHA:
+        return f"{repeats}: sure it is faster ({_chance(c.p_better)} chance if nothing changed)"
+    return f"{repeats}: within the threshold; {effect}"
+
+
+def _chance(p: float) -> str:
+    return f"{p:.1%}" if p >= 0.001 else "< 0.1%"
+
+
+def deciding_comparison(result: GateResult) -> MetricComparison | None:
+    """The comparison a headline names: among those with the run's verdict, output
+    tokens/s when it is one of them (what a person compares first), else the largest
+    change."""
+    deciding = [c for c in result.comparisons if c.verdict == result.verdict]
+    throughput = [c for c in deciding if c.metric == "output_throughput"]
+    pool = throughput or deciding
+    if not pool:
+        return None
+    if result.verdict == PASS:
+        return min(pool, key=lambda c: c.change_pct)
+    return max(pool, key=lambda c: c.change_pct)
+
+
+def verdict_certainty(result: GateResult) -> str:
+    """The run's verdict and how sure it is, from `deciding_comparison`."""
+    c = deciding_comparison(result)
+    if c is None:
+        return f"{result.verdict}: nothing compared"
+    return f"{result.verdict}: {c.sentence()} — {how_sure(c)}"
+
+
+# -- more repeats while noisy --------------------------------------------------------------
+
+
+def more_repeats(
+    result: GateResult,
+    *,
+    repeats_so_far: int,
+    seconds_per_repeat: float,
+    spent_s: float,
+    budget_s: float,
+    max_repeats: int = MAX_REPEATS,
+    step: int = REPEAT_STEP,
+) -> int:
+    """How many more candidate repeats to measure now: `step` (or fewer) while the verdict
+    is noisy and they fit the budget (each costs `seconds_per_repeat`, from the repeats so
+    far) and `max_repeats`; 0 when the verdict is decided or nothing more fits."""
+    if result.verdict != NOISY or seconds_per_repeat <= 0:
+        return 0
+    fit = int(max(0.0, budget_s - spent_s) // seconds_per_repeat)
+    return max(0, min(step, max_repeats - repeats_so_far, fit))
+
+
+# -- drift of a reference --------------------------------------------------------------------
+
+
+@dataclass
+class Drift:
+    """A reference measured again compared with its earlier measurement."""
+
+    drifted: bool
+    threshold_pct: float
+    comparisons: list[MetricComparison] = field(default_factory=list)
+    largest: MetricComparison | None = None
+
+    def sentence(self) -> str:
+        """In words, for a results page or a step log."""
+        if self.largest is None:
+            return "the reference was not measured again at the same concurrency levels"
+        c = self.largest
+        moved = f"{c.sentence()} against its first measurement"
+        if self.drifted:
+            return (
+                f"the reference measured again moved beyond the {self.threshold_pct:g}% "
+                f"threshold ({moved}): the machine's speed drifted while the candidates ran, "
+                "so their verdicts are unreliable"
+            )
+        return (
+            f"the reference measured again stayed within {self.threshold_pct:g}% of its first "
+            f"measurement (largest change: {moved}): the verdicts stand"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"sentence": self.sentence()}
+
+
+def drift(
+    earlier: BenchResult, later: BenchResult, threshold_pct: float = DEFAULT_THRESHOLD_PCT
+) -> Drift:
+    """Did the reference's speed move, either way, by more than the threshold (median over
+    repeats, every gated metric at every level both measured)?"""
+    shared = [c for c in earlier.concurrencies if c in later.concurrencies]
+    comparisons = []
+    for concurrency in shared:
+        first = [lv for lv in earlier.repeats_of(concurrency) if lv.completed]
+        again = [lv for lv in later.repeats_of(concurrency) if lv.completed]
+        if not first or not again:
+            continue
+        for metric, (read, _) in METRICS.items():
+            comparisons.append(
+                compare_metric(
+                    metric,
+                    concurrency,
+                    [read(lv) for lv in first],
+                    [read(lv) for lv in again],
+                    threshold_pct,
+                )
+            )
+    if not comparisons:
+        return Drift(False, threshold_pct)
+    largest = max(comparisons, key=lambda c: abs(c.change_pct))
+    return Drift(abs(largest.change_pct) > threshold_pct, threshold_pct, comparisons, largest)

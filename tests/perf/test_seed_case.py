@@ -76,7 +76,7 @@ def test_the_ngram_variant_15_percent_slower_than_the_74_tok_s_baseline_regresse
         testhost.ssh(["systemctl", "stop", "vllm-seed.service"])
     assert second.outcome == Outcome.REGRESSED, second.reason
     assert second.rollback is True
-    assert "output_throughput at concurrency 1 down 1" in second.reason
+    assert "Output tokens/s at 1 stream down 1" in second.reason
     run = BenchRun.objects.get(pk=second.data["bench_run"])
     # 1 of 3 draft tokens accepted per step (the double's default: N // 2): chunks of 2
     # tokens at 74 × 0.85 tok/s; the last step carries one token (TPOT from the schedule)

@@ -163,7 +163,7 @@ def test_the_seeds_ngram_variant_regresses_and_the_job_puts_the_74_tok_s_baselin
     assert gate.result["baseline_run"] == first_run.pk
     assert variant.status_reason.startswith(
         f"benchmark: slower than baseline run #{first_run.pk} (threshold 5%): "
-        "output_throughput at concurrency 1 down 1"
+        "Output tokens/s at 1 stream down 1"
     ), variant.status_reason
     rollback = JobStep.objects.filter(request=variant, phase="rollback").order_by("pk")
     assert [(s.name, s.status) for s in rollback] == [
@@ -192,7 +192,7 @@ def test_the_seeds_ngram_variant_regresses_and_the_job_puts_the_74_tok_s_baselin
         kind=AuditKind.JOB_STEP_FAILED, payload__request=variant.pk, payload__step="benchmark"
     )
     assert failed.payload["outcome"] == "regressed"
-    assert "output_throughput at concurrency 1 down" in failed.payload["reason"]
+    assert "Output tokens/s at 1 stream down" in failed.payload["reason"]
     assert AuditEvent.objects.filter(
         kind=AuditKind.DEPLOY_ROLLED_BACK, object_id=str(variant.pk)
     ).exists()
@@ -290,7 +290,7 @@ def test_through_real_workers_the_ngram_variant_is_rolled_back_to_the_accepted_b
     assert variant["bench"]["outcome"] == "regressed"
     assert variant["reason"].startswith(
         f"benchmark: slower than baseline run #{baseline['baseline_run']} (threshold 5%): "
-        "output_throughput at concurrency 1 down 1"
+        "Output tokens/s at 1 stream down 1"
     ), variant["reason"]
     assert variant["rollback"] == [
         [name, "succeeded"]
