@@ -25,6 +25,8 @@ POLICY_FIELDS = (
     "threshold_pct",
     "repeats",
     "rollback_on_regression",
+    "noisy_budget_s",
+    "client_on_host",
     "endpoint",
     "prompts",
     "concurrency",

@@ -370,3 +370,34 @@ def drift(
         return Drift(False, threshold_pct)
     largest = max(comparisons, key=lambda c: abs(c.change_pct))
     return Drift(abs(largest.change_pct) > threshold_pct, threshold_pct, comparisons, largest)
+
+
+# -- the result in words ---------------------------------------------------------------------
+
+
+def headline(result: GateResult, reference: str = "the baseline") -> str:
+    """The verdict as a step header or a results row says it: "14.7% slower than the
+    baseline at 1 stream", "not decided: …", "within 5% of the baseline (…)"."""
+    c = deciding_comparison(result)
+    if c is None:
+        return f"not compared with {reference}"
+    where = f"at {streams(c.concurrency)}"
+    named = "" if c.metric == "output_throughput" else f" ({metric_name(c.metric)})"
+    if result.verdict == PASS:
+        first = next(
+            (x for x in result.comparisons if x.metric == "output_throughput"),
+            result.comparisons[0],
+        )
+        if first.change_pct < -result.threshold_pct:
+            return (
+                f"{-first.change_pct:.1f}% faster than {reference} at {streams(first.concurrency)}"
+            )
+        return (
+            f"within {result.threshold_pct:g}% of {reference} ({metric_name(first.metric)} "
+            f"{-first.change_pct if METRICS[first.metric][1] else first.change_pct:+.1f}% at "
+            f"{streams(first.concurrency)})"
+        )
+    words = f"{abs(c.change_pct):.1f}% slower than {reference} {where}{named}"
+    if result.verdict == NOISY:
+        return f"not decided: {words}, but the repeats overlap"
+    return words

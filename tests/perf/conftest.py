@@ -58,8 +58,10 @@ def deploy_ctx(
         request = make_request()
         # the host lives on this machine: the worker reaches its services on loopback (the
         # deploy tests' host has a private address, which nothing here may connect to)
+        # (the worker runs on it: no client is sent to the host)
         request.host.address = "127.0.0.1"
-        request.host.save(update_fields=["address"])
+        request.host.transport = "local"
+        request.host.save(update_fields=["address", "transport"])
         ctx = JobContext.open(request, _no_connection, **kwargs)
         return BenchmarkJob(ctx, Recorder(), service_at(url))
 
