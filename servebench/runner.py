@@ -160,7 +160,9 @@ class _Run:
 
     async def execute(self) -> BenchResult:
         s = self.s
-        started_at = datetime.now(timezone.utc)  # noqa: UP017 (runs on hosts with Python 3.10).isoformat(timespec="seconds")
+        # timezone.utc, not datetime.UTC: the client also runs under a host's Python 3.10
+        now = datetime.now(timezone.utc)  # noqa: UP017
+        started_at = now.isoformat(timespec="seconds")
         self.model = s.model or await self._first_model()
         try:  # a duration-bound level cycles through 4,096 prompts
             prompts = select_prompts(s.prompts, s.num_requests or 4096, s.seed)
