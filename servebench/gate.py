@@ -248,19 +248,25 @@ def how_sure(c: MetricComparison) -> str:
     if n_base < 2 or n_cand < 2:
         return f"{repeats}: one repeat on a side, so the threshold alone decides (no spread known)"
     effect = f"{effect_size_words(c.cliffs_delta)} effect (Cliff's delta {c.cliffs_delta:+.2f})"
-    if c.verdict == REGRESSED:
+    if c.verdict == REGRESSED and c.p_worse <= ALPHA:
         return (
             f"{repeats}: sure it is slower, a {_chance(c.p_worse)} chance of repeats this far "
             f"apart if nothing changed; {effect}"
+        )
+    if c.verdict == REGRESSED:
+        return (
+            f"{repeats}: every repeat slower, but with so few repeats that happens by chance "
+            f"{_chance(c.p_worse)} of the time when nothing changed; more repeats would make "
+            "it sure"
         )
     if c.verdict == NOISY:
         return (
             f"{repeats}: not sure, the repeats overlap ({_chance(c.p_worse)} chance of this "
             f"if nothing changed, {ALPHA:.0%} needed); {effect}"
         )
-    if c.change_pct < -c.spread_pct and c.p_better <= ALPHA:
+    if c.change_pct < 0 and c.p_better <= ALPHA:
         return f"{repeats}: sure it is faster ({_chance(c.p_better)} chance if nothing changed)"
-    return f"{repeats}: within the threshold; {effect}"
+    return f"{repeats}: within the threshold"
 
 
 def _chance(p: float) -> str:
@@ -276,8 +282,8 @@ def deciding_comparison(result: GateResult) -> MetricComparison | None:
     pool = throughput or deciding
     if not pool:
         return None
-    if result.verdict == PASS:
-        return min(pool, key=lambda c: c.change_pct)
+    if result.verdict == PASS:  # the first level's throughput: what a person reads first
+        return pool[0]
     return max(pool, key=lambda c: c.change_pct)
 
 
