@@ -16,8 +16,8 @@ from typing import Any
 from django.db import transaction
 
 from audit.services import record
-from perf.models import Baseline, BenchRun
-from perf.selectors import baseline_for
+from perf.models import Baseline, BenchPolicy, BenchRun
+from perf.selectors import POLICY_FIELDS, baseline_for
 from servebench.gate import MAX_REPEATS, NOISY, Drift, GateResult, drift, gate, more_repeats
 from servebench.schema import BenchResult
 
@@ -252,3 +252,29 @@ def check_drift(reference: BenchRun, again: BenchRun, threshold_pct: float) -> D
     return drift(
         BenchResult.from_dict(reference.result), BenchResult.from_dict(again.result), threshold_pct
     )
+
+
+# -- the benchmark settings of a profile ------------------------------------------------------
+
+POLICY_CHANGED = "bench.policy_changed"
+
+
+def save_policy(*, policy: BenchPolicy, actor: Any, before: dict[str, Any]) -> BenchPolicy:
+    """Save a profile's benchmark settings; the history says who changed what, from what to
+    what (the settings are part of every later deploy's approval: deploys.job_settings)."""
+    after = {name: getattr(policy, name) for name in POLICY_FIELDS}
+    changes = {
+        name: {"from": before.get(name), "to": after[name]}
+        for name in POLICY_FIELDS
+        if before.get(name) != after[name]
+    }
+    with transaction.atomic():
+        policy.save()
+        record(
+            kind=POLICY_CHANGED,
+            actor=actor,
+            obj=policy,
+            payload={"profile": policy.profile_id, "changes": changes},
+            profile_name=policy.profile.name,
+        )
+    return policy

@@ -18,8 +18,10 @@ from deploys.ids import row_id
 from deploys.models import Host
 from perf import charts
 from perf.comparison import compare_runs, export_columns, export_rows
+from perf.forms import BenchPolicyForm
 from perf.models import BenchRun
 from perf.selectors import (
+    POLICY_FIELDS,
     baseline_for,
     host_runs,
     hosts_with_runs,
@@ -27,10 +29,11 @@ from perf.selectors import (
     profile_host_pairs,
     runs_for,
 )
-from perf.services import accept_baseline
+from perf.services import accept_baseline, save_policy
 from servebench.names import METRIC_NAMES
 from servebench.schema import BenchResult
-from specadmin.access import requires
+from specadmin.access import MissingPermission, requires
+from units.models import ServiceProfile
 
 VIEW = "perf.view_benchrun"
 ACCEPT = "perf.accept_baseline"
@@ -253,3 +256,32 @@ def accept(request: HttpRequest, run_id: int) -> HttpResponse:
         except ValueError as exc:
             messages.error(request, str(exc))
     return redirect("perf:results", profile_id=run.profile_id, host_id=run.host_id)
+
+
+EDIT_POLICY = "perf.change_benchpolicy"
+
+
+@requires(VIEW, "units.view_serviceprofile")
+def policy_edit(request: HttpRequest, profile_id: int) -> HttpResponse:
+    """A profile's benchmark settings: shown to viewers, changed (audited) by editors."""
+    profile = get_object_or_404(ServiceProfile, pk=row_id(profile_id) or 0)
+    policy = policy_for(profile)
+    before = {name: getattr(policy, name) for name in POLICY_FIELDS}
+    can_edit = request.user.has_perm(EDIT_POLICY) and not profile.archived
+    form = BenchPolicyForm(request.POST if request.method == "POST" else None, instance=policy)
+    if request.method == "POST":
+        if not can_edit:
+            raise MissingPermission([EDIT_POLICY])
+        if form.is_valid():
+            save_policy(policy=form.save(commit=False), actor=request.user, before=before)
+            messages.success(
+                request,
+                f"Benchmark settings of {profile.name} saved; deploy requests made from now on "
+                "carry them for approval.",
+            )
+            return redirect("perf:policy", profile_id=profile.pk)
+    return render(
+        request,
+        "perf/policy_form.html",
+        {"profile": profile, "form": form, "can_edit": can_edit, "saved": policy.pk is not None},
+    )

@@ -58,6 +58,9 @@ def test_the_ngram_variant_15_percent_slower_than_the_74_tok_s_baseline_regresse
     make_request: Callable[..., DeployRequest],
     small_policy: BenchPolicy,
 ) -> None:
+    small_policy.client_on_host = False  # measured from here: the step opens no connection
+    small_policy.save()
+
     def ctx() -> BenchmarkJob:
         request = make_request()
         request.host.address = "127.0.0.1"  # the test host shares this machine's loopback
