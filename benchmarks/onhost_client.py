@@ -73,7 +73,9 @@ def by_hand(host: TestHost, settings: RunSettings) -> dict[str, float]:
         "--requests", str(settings.num_requests), "--warmup", str(settings.warmup),
         "--json", "--quiet",
     ]  # fmt: skip
-    done = host.ssh(["sh", "-c", f'cd {BY_HAND_DIR} && exec "$@"', "sh", *argv], check=True)
+    done = host.ssh(["sh", "-c", f'cd {BY_HAND_DIR} && exec "$@"', "sh", *argv])
+    if done.returncode not in (0, 1):  # 1: measured but incomplete (figures() says why)
+        raise SystemExit(f"the client by hand exited {done.returncode}: {done.stderr[-800:]}")
     return figures(BenchResult.from_dict(json.loads(done.stdout)))
 
 

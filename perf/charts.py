@@ -92,7 +92,7 @@ def _series(item: ComparedRun, index: int, points: list[dict[str, Any]]) -> dict
 
 def _front_series(all_points: list[dict[str, Any]], front: list[int], x_key: str) -> dict[str, Any]:
     return {
-        "label": "Pareto front (no point has both a lower TTFT and more tok/s)",
+        "label": "Pareto front",
         "points": [{**all_points[i], "x": all_points[i][x_key]} for i in front],
         "color": PARETO_COLOR,
         "pareto": True,

@@ -8,6 +8,7 @@
   function number(v) {
     if (v === null || v === undefined) return "—";
     var a = Math.abs(v);
+    if (Number.isInteger(v)) return v.toLocaleString("en");
     if (a >= 100) return Math.round(v).toLocaleString("en");
     if (a >= 10) return v.toFixed(1);
     return v.toFixed(2);
