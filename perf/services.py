@@ -1,16 +1,14 @@
 """Writes: record a run, compare it with the baseline, accept a run as the baseline;
 and the two judgements a trial composes (docs/benchmarks.md, "For trials"):
-`measure_until_decided` (more repeats while the gate says noisy, within a time budget)
-and `check_drift` (a reference measured again against its earlier measurement)."""
+`measure_until_decided` (more repeats while the gate says noisy, within a time budget;
+pure, from servebench.gate, so a GPU script without Django runs the same loop) and
+`check_drift` (a reference measured again against its earlier measurement)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import statistics
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
@@ -18,7 +16,7 @@ from django.db import transaction
 from audit.services import record
 from perf.models import Baseline, BenchPolicy, BenchRun
 from perf.selectors import POLICY_FIELDS, baseline_for
-from servebench.gate import MAX_REPEATS, NOISY, Drift, GateResult, drift, gate, more_repeats
+from servebench.gate import Decided, Drift, GateResult, drift, gate, measure_until_decided
 from servebench.schema import BenchResult
 
 BASELINE_ACCEPTED = "bench.baseline_accepted"
@@ -143,105 +141,6 @@ def accept_baseline(*, run: BenchRun, actor: Any, reason: str) -> Baseline:
     return baseline
 
 
-# -- more repeats while noisy ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Decided:
-    """What `measure_until_decided` ended with: the candidate's repeats, all of them, as
-    one result; the gate's verdict on them; how many measurements that took (1: the
-    first was decided), the seconds spent on them, and why it stopped, in words."""
-
-    result: BenchResult
-    verdict: GateResult
-    rounds: int
-    spent_s: float
-    stopped: str
-    added_repeats: int = 0
-    log: list[str] = field(default_factory=list)
-
-
-def _repeats(result: BenchResult) -> int:
-    return max((lv.repeat for lv in result.levels), default=-1) + 1
-
-
-def measure_until_decided(
-    *,
-    baseline: BenchResult,
-    first: BenchResult,
-    first_s: float,
-    measure: Callable[[int], BenchResult],
-    threshold_pct: float,
-    budget_s: float,
-    clock: Callable[[], float] = time.monotonic,
-    log: Callable[[str], None] | None = None,
-) -> Decided:
-    """Gate `first` against `baseline`; while noisy, `measure(n)` n more repeats of the
-    candidate (same settings, no warm-up) and gate them all, as long as the next round fits
-    `budget_s` (seconds per repeat from the rounds so far; servebench.gate.more_repeats).
-    An incomplete or cancelled round ends it; what was measured before it stands."""
-    result, spent, rounds, lines = first, 0.0, 1, []
-    verdict = gate(baseline, result, threshold_pct)
-
-    def say(line: str) -> None:
-        lines.append(line)
-        if log is not None:
-            log(line)
-
-    per_repeat = first_s / max(_repeats(first), 1)
-    while True:
-        n = more_repeats(
-            verdict,
-            repeats_so_far=_repeats(result),
-            seconds_per_repeat=per_repeat,
-            spent_s=spent,
-            budget_s=budget_s,
-        )
-        if n == 0:
-            break
-        say(
-            f"noisy after {_repeats(result)} repeats: measuring {n} more ({spent:.0f} of "
-            f"{budget_s:g} s spent on more repeats)"
-        )
-        started = clock()
-        more = measure(n)
-        took = clock() - started
-        spent += took
-        rounds += 1
-        if more.incomplete or not more.levels:
-            say(
-                f"the further repeats were incomplete ({more.error or 'errors'}): kept "
-                f"the {_repeats(result)} complete ones"
-            )
-            return Decided(
-                result, verdict, rounds, spent, "incomplete", _added(first, result), lines
-            )
-        result = result.with_more_repeats(more)
-        per_repeat = max(per_repeat, took / n)
-        verdict = gate(baseline, result, threshold_pct)
-    stopped = _why_stopped(verdict, result, spent, budget_s)
-    if rounds > 1 or verdict.verdict == NOISY:
-        say(f"{stopped} after {_repeats(result)} repeats")
-    return Decided(result, verdict, rounds, spent, stopped, _added(first, result), lines)
-
-
-def _added(first: BenchResult, result: BenchResult) -> int:
-    return _repeats(result) - _repeats(first)
-
-
-def _why_stopped(verdict: GateResult, result: BenchResult, spent: float, budget: float) -> str:
-    if verdict.verdict != NOISY:
-        return f"decided ({verdict.verdict})"
-    if budget <= 0:
-        return "still noisy: no time budget for more repeats"
-    if _repeats(result) >= MAX_REPEATS:
-        return f"still noisy at {MAX_REPEATS} repeats, the most measured"
-    return (
-        f"still noisy: the {budget:g} s budget for more repeats ({spent:.0f} s spent) fits "
-        "no further round"
-    )
-
-
 # -- drift of a reference ------------------------------------------------------------------
 
 
@@ -278,3 +177,19 @@ def save_policy(*, policy: BenchPolicy, actor: Any, before: dict[str, Any]) -> B
             profile_name=policy.profile.name,
         )
     return policy
+
+
+__all__ = [
+    "BASELINE_ACCEPTED",
+    "POLICY_CHANGED",
+    "REGRESSED",
+    "Decided",
+    "accept_baseline",
+    "check_drift",
+    "compare_with_baseline",
+    "measure_until_decided",
+    "record_regression",
+    "record_run",
+    "save_policy",
+    "settings_key",
+]

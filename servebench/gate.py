@@ -37,6 +37,7 @@ measurement, so verdicts taken on a machine whose speed moved are marked unrelia
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -95,8 +96,19 @@ class GateResult:
     comparisons: list[MetricComparison] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
 
+    @property
+    def sure(self) -> bool:
+        """Decided beyond reasonable doubt: a pass, or a regression shown by at least one
+        comparison at `ALPHA` (a no-overlap regression of 2 + 2 repeats, a 1-in-6 chance
+        when nothing changed, is not sure yet; noise never is)."""
+        if self.verdict == PASS:
+            return True
+        return self.verdict == REGRESSED and any(
+            c.verdict == REGRESSED and c.p_worse <= ALPHA for c in self.comparisons
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(self) | {"sure": self.sure}
 
 
 def compare_metric(
@@ -309,12 +321,126 @@ def more_repeats(
     step: int = REPEAT_STEP,
 ) -> int:
     """How many more candidate repeats to measure now: `step` (or fewer) while the verdict
-    is noisy and they fit the budget (each costs `seconds_per_repeat`, from the repeats so
-    far) and `max_repeats`; 0 when the verdict is decided or nothing more fits."""
-    if result.verdict != NOISY or seconds_per_repeat <= 0:
+    is not sure (`GateResult.sure`: noisy, or a regression that few repeats could show by
+    chance) and they fit the budget (each costs `seconds_per_repeat`, from the repeats so
+    far) and `max_repeats`; 0 when the verdict is sure or nothing more fits."""
+    if result.sure or seconds_per_repeat <= 0:
         return 0
     fit = int(max(0.0, budget_s - spent_s) // seconds_per_repeat)
     return max(0, min(step, max_repeats - repeats_so_far, fit))
+
+
+# -- measuring until decided ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What `measure_until_decided` ended with: the candidate's repeats, all of them, as
+    one result; the gate's verdict on them; how many measurements that took (1: the
+    first was decided), the seconds spent on them, and why it stopped, in words."""
+
+    result: BenchResult
+    verdict: GateResult
+    rounds: int
+    spent_s: float
+    stopped: str
+    added_repeats: int = 0
+    log: list[str] = field(default_factory=list)
+    baseline: BenchResult | None = None
+
+
+def _repeats(result: BenchResult) -> int:
+    return max((lv.repeat for lv in result.levels), default=-1) + 1
+
+
+def measure_until_decided(
+    *,
+    baseline: BenchResult,
+    first: BenchResult,
+    first_s: float,
+    measure: Callable[[int], BenchResult],
+    threshold_pct: float,
+    budget_s: float,
+    clock: Callable[[], float] = time.monotonic,
+    log: Callable[[str], None] | None = None,
+    measure_baseline: Callable[[int], BenchResult] | None = None,
+) -> Decided:
+    """Gate `first` against `baseline`; while noisy, `measure(n)` n more repeats of the
+    candidate (same settings, no warm-up) and gate them all, as long as the next round fits
+    `budget_s` (seconds per repeat from the rounds so far; `more_repeats`). With
+    `measure_baseline` (the baseline's server still there, as in a trial or a GPU script)
+    each round measures the baseline n more times first, so both sides grow: a noisy
+    baseline cannot be outvoted by the candidate's repeats alone. An incomplete or cancelled
+    round ends it; what was measured before it stands. `Decided.baseline` is the baseline
+    as finally judged."""
+    result, spent, rounds, lines = first, 0.0, 1, []
+    verdict = gate(baseline, result, threshold_pct)
+
+    def say(line: str) -> None:
+        lines.append(line)
+        if log is not None:
+            log(line)
+
+    per_repeat = first_s / max(_repeats(first), 1)
+    while True:
+        n = more_repeats(
+            verdict,
+            repeats_so_far=_repeats(result),
+            seconds_per_repeat=per_repeat,
+            spent_s=spent,
+            budget_s=budget_s,
+        )
+        if n == 0:
+            break
+        state = "noisy" if verdict.verdict == NOISY else "not sure yet"
+        say(
+            f"{state} after {_repeats(result)} repeats: measuring {n} more ({spent:.0f} of "
+            f"{budget_s:g} s spent on more repeats)"
+        )
+        started = clock()
+        base_more = measure_baseline(n) if measure_baseline is not None else None
+        more = measure(n)
+        took = clock() - started
+        spent += took
+        rounds += 1
+        broken = [r for r in (base_more, more) if r is not None and (r.incomplete or not r.levels)]
+        if broken:
+            say(
+                f"the further repeats were incomplete ({broken[0].error or 'errors'}): kept "
+                f"the {_repeats(result)} complete ones"
+            )
+            return Decided(
+                result, verdict, rounds, spent, "incomplete", _added(first, result), lines, baseline
+            )
+        if base_more is not None:
+            baseline = baseline.with_more_repeats(base_more)
+        result = result.with_more_repeats(more)
+        per_repeat = max(per_repeat, took / n)
+        verdict = gate(baseline, result, threshold_pct)
+    stopped = _why_stopped(verdict, result, spent, budget_s)
+    if rounds > 1 or not verdict.sure:
+        say(f"{stopped} after {_repeats(result)} repeats")
+    return Decided(result, verdict, rounds, spent, stopped, _added(first, result), lines, baseline)
+
+
+def _added(first: BenchResult, result: BenchResult) -> int:
+    return _repeats(result) - _repeats(first)
+
+
+def _why_stopped(verdict: GateResult, result: BenchResult, spent: float, budget: float) -> str:
+    if verdict.sure:
+        return f"decided ({verdict.verdict})"
+    if verdict.verdict == REGRESSED:
+        return "regressed, though not sure: " + _unsure_because(result, spent, budget)
+    return "still noisy: " + _unsure_because(result, spent, budget)
+
+
+def _unsure_because(result: BenchResult, spent: float, budget: float) -> str:
+    if budget <= 0:
+        return "no time budget for more repeats"
+    if _repeats(result) >= MAX_REPEATS:
+        return f"{MAX_REPEATS} repeats, the most measured"
+    return f"the {budget:g} s budget for more repeats ({spent:.0f} s spent) fits no further round"
 
 
 # -- drift of a reference --------------------------------------------------------------------

@@ -77,8 +77,18 @@ def test_more_repeats_fit_the_budget_and_stop_once_decided() -> None:
     assert more_repeats(noisy, budget_s=45, **ask) == 1  # one more fits
     assert more_repeats(noisy, budget_s=20, **ask) == 0  # none fits
     assert more_repeats(noisy, budget_s=300, max_repeats=2, **ask) == 0
-    decided = gate(_run([74.0, 74.2]), _run([62.9, 63.0]))
+    decided = gate(_run([74.0, 74.2, 73.9]), _run([62.9, 63.0, 62.7]))
+    assert decided.sure
     assert more_repeats(decided, budget_s=300, **ask) == 0
+
+
+def test_a_regression_that_few_repeats_could_show_by_chance_is_measured_again() -> None:
+    # 2 + 2 repeats apart: regressed (as the gate always said), but a 1-in-6 chance
+    unsure = gate(_run([74.0, 74.2]), _run([62.9, 63.0]))
+    assert unsure.verdict == REGRESSED and not unsure.sure
+    ask = {"repeats_so_far": 2, "seconds_per_repeat": 30.0, "spent_s": 0.0}
+    assert more_repeats(unsure, budget_s=300, **ask) == 2
+    assert unsure.to_dict()["sure"] is False
 
 
 def test_a_reference_that_moved_beyond_the_threshold_marks_the_verdicts_unreliable() -> None:

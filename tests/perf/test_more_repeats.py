@@ -63,6 +63,7 @@ def test_a_noisy_verdict_is_measured_again_until_it_is_decided() -> None:
     assert decided.stopped == "decided (regressed)"
     assert decided.spent_s == pytest.approx(60.0)
     assert decided.log[0].startswith("noisy after 2 repeats: measuring 2 more")
+    assert decided.verdict.sure
 
 
 def test_the_time_budget_ends_the_repeats_and_says_so() -> None:
@@ -146,3 +147,37 @@ def test_a_reference_measured_again_tells_whether_the_machine_drifted(
     assert not check_drift(first, same, 5.0).drifted
     moved = check_drift(first, slower, 5.0)
     assert moved.drifted and "their verdicts are unreliable" in moved.sentence()
+
+
+def test_a_noisy_baseline_that_can_be_measured_again_grows_with_the_candidate() -> None:
+    clock = Clock()
+    # the H200's c=8 baseline: 128.2 / 83.3 tok/s; the variant steady near 90
+    decided = measure_until_decided(
+        baseline=_run([128.2, 83.3]),
+        first=_run([90.0, 89.0]),
+        first_s=20.0,
+        measure=scripted(clock, [90.5, 89.4, 90.2, 88.9]),
+        measure_baseline=scripted(clock, [127.0, 126.1, 128.8, 125.5]),
+        threshold_pct=5.0,
+        budget_s=300.0,
+        clock=clock,
+    )
+    assert decided.verdict.verdict == REGRESSED
+    assert decided.baseline is not None and len(decided.baseline.levels) == 6
+    assert len(decided.result.levels) == 6
+
+
+def test_a_regression_not_yet_sure_is_confirmed_before_it_counts() -> None:
+    clock = Clock()
+    decided = measure_until_decided(
+        baseline=_run([74.0, 74.2]),
+        first=_run([62.9, 63.0]),  # apart, but 2 + 2 repeats: a 1-in-6 chance
+        first_s=20.0,
+        measure=scripted(clock, [62.8, 63.1, 62.7, 63.3]),
+        threshold_pct=5.0,
+        budget_s=300.0,
+        clock=clock,
+    )
+    assert decided.verdict.verdict == REGRESSED and decided.verdict.sure
+    assert decided.log[0].startswith("not sure yet after 2 repeats: measuring 2 more")
+    assert decided.added_repeats == 4  # 2 rounds of 2: 2 against 6 repeats apart, 1 in 28
