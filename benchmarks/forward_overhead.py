@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from deploys.transports.ssh import SSHTransport  # noqa: E402  (after the path insert)
+from hostops.channel.ssh import SSHTransport  # noqa: E402  (after the path insert)
 from servebench.runner import RunSettings, run_sync  # noqa: E402
 from tests.ports import listening_port  # noqa: E402
 from tests.testhost.host import TestHost, boot_hosts  # noqa: E402

@@ -1,5 +1,5 @@
 """GPU-clean on real CUDA processes: specadmin's own inspection and clean-up code, the very
-functions the pipeline's `gpu_clean` step calls (`deploys.jobs.gpu_clean.clean_gpus`),
+functions the pipeline's `gpu_clean` step calls (`hostops.gpu_clean.clean_gpus`),
 through the local transport's NVML path and its nvidia-smi CSV path.
 
 Run on a machine with NVIDIA GPUs, PyTorch with CUDA, nvidia-ml-py and nvidia-smi; no
@@ -51,15 +51,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from deploys.jobs.gpu_clean import (  # noqa: E402  (after the path insert)
+from hostops.channel.base import GpuInfo, Transport  # noqa: E402
+from hostops.channel.local import LocalTransport  # noqa: E402
+from hostops.gpu_clean import (  # noqa: E402  (after the path insert)
     CleanPolicy,
     ServiceIdentity,
     clean_gpus,
     format_mib,
 )
-from deploys.jobs.processes import descendants, process_table, read_processes  # noqa: E402
-from deploys.transports.base import GpuInfo, Transport  # noqa: E402
-from deploys.transports.local import LocalTransport  # noqa: E402
+from hostops.processes import descendants, process_table, read_processes  # noqa: E402
 from tests.doubles import gpu_state  # noqa: E402
 from tests.doubles.nvml_double import NvmlDouble  # noqa: E402
 

@@ -14,12 +14,12 @@ from typing import Any
 
 from deploys.jobs import benchmark as bench_hook
 from deploys.jobs import queue, runner
-from deploys.jobs.gpu_clean import CleanPolicy, ServiceIdentity, clean_gpus
 from deploys.jobs.service_steps import journal_cursor
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
 from deploys.services.unit_requests import restart_request_create
-from deploys.transports.ssh import SSHTransport
+from hostops.channel.ssh import SSHTransport
+from hostops.gpu_clean import CleanPolicy, ServiceIdentity, clean_gpus
 from tests.deploys.conftest import transport_for
 from tests.deploys.helpers import (
     approved_request,

@@ -9,10 +9,10 @@ key material from the database.
 from __future__ import annotations
 
 from deploys.models import Host
-from deploys.transports import Transport, TransportError
-from deploys.transports.base import DEFAULT_COMMAND_TIMEOUT
-from deploys.transports.local import LocalTransport
-from deploys.transports.ssh import SSHTransport
+from hostops.channel import Transport, TransportError
+from hostops.channel.base import DEFAULT_COMMAND_TIMEOUT
+from hostops.channel.local import LocalTransport
+from hostops.channel.ssh import SSHTransport
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from deploys.connect import transport_for
 from deploys.models import Host
-from deploys.transports import Transport
-from deploys.transports.push import DEFAULT_UNIT_DIR, MAX_UNIT_BYTES, sha256_hex
+from hostops.channel import Transport
+from hostops.channel.push import DEFAULT_UNIT_DIR, MAX_UNIT_BYTES, sha256_hex
 from units.unicode_text import split_lines_keepends
 
 # systemd.unit(5), "Unit File Load Path", system manager (v252…v257), plus Debian's

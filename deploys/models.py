@@ -57,7 +57,7 @@ class Host(models.Model):
     # imported into profiles (units.importing, deploys.services.unit_imports).
     foreign_vllm_units = models.JSONField(default=list, blank=True)
     # Executables the probe may run besides those of approved, pushed units: set by an
-    # admin, audited (deploys.executables, issue 9).
+    # admin, audited (hostops.executables, issue 9).
     probe_executables = models.JSONField(default=list, blank=True)
     # Set by an admin (audited): a restart of what is deployed here runs without a second
     # person's approval. Deploys, rollbacks and removals always need one.
@@ -249,7 +249,7 @@ class JobStep(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     log = models.TextField(blank=True)
     result = models.JSONField(default=dict, blank=True)
-    # deploys.transports.records.records_json: every command, file access, D-Bus/NVML call.
+    # hostops.channel.records.records_json: every command, file access, D-Bus/NVML call.
     commands = models.JSONField(default=dict, blank=True)
     # What the step read on the host (unit properties, GPU tables, journal lines), by name.
     reads = models.JSONField(default=dict, blank=True)

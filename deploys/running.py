@@ -29,7 +29,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit, UnitReading
-from deploys.transports.push import sha256_hex
+from hostops.channel.push import sha256_hex
 from units.models import ProfileVersion, ServiceProfile
 
 Kind = DeployRequest.Kind

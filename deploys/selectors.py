@@ -18,8 +18,8 @@ from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from deploys.connect import transport_for
 from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
-from deploys.transports.push import DEFAULT_UNIT_DIR as UNIT_DIR
-from deploys.transports.push import MAX_UNIT_BYTES, sha256_hex
+from hostops.channel.push import DEFAULT_UNIT_DIR as UNIT_DIR
+from hostops.channel.push import MAX_UNIT_BYTES, sha256_hex
 from linting.findings import Finding
 from linting.options import LintOptions
 from linting.systemd.catalog import UnknownSystemdVersion

@@ -26,7 +26,7 @@ from django.core.exceptions import ValidationError
 from deploys.existing_units import ExistingUnit
 from deploys.models import Host, UnitAdoption
 from deploys.probe import MANAGED_MARKER
-from deploys.transports.push import sha256_hex
+from hostops.channel.push import sha256_hex
 from units.names import validate_unit_name
 
 # fnmatch patterns of unit names (without ".service"). The base system's services: remote

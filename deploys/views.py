@@ -42,7 +42,7 @@ from deploys.permissions import (
     VIEW_REQUEST,
 )
 from deploys.services import deploy_requests, hosts, unit_adoptions
-from deploys.transports import TransportError
+from hostops.channel import TransportError
 from specadmin.access import requires
 from units.masking import can_see_secrets, mask_text
 

@@ -17,8 +17,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from deploys.jobs.service import ALL_INTERFACES, DEFAULT_PORT, VllmService
-from deploys.transports import ForwardRefused, Transport, TransportError
+from hostops.channel import ForwardRefused, Transport, TransportError
+from hostops.service import ALL_INTERFACES, DEFAULT_PORT, VllmService
 from perf.selectors import last_deploy
 
 LOOPBACKS = ("127.0.0.1", "localhost", "::1", "[::1]")

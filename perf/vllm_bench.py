@@ -3,7 +3,7 @@
 
 Only an approved executable runs: one of the vLLM executables of units approved and
 pushed to the host, or the admin's audited list (`deploys.selectors.host_probe_executables`,
-the probe's rule), each checked by `deploys.executables.executable_problem` (owned by root,
+the probe's rule), each checked by `hostops.executables.executable_problem` (owned by root,
 nobody else can change it). Every run is an audit event with its argv. The prompts are the
 same as servebench's (written to a temporary JSONL file on the host, vLLM's `custom`
 dataset), one `vllm bench serve` per concurrency level (`--max-concurrency`), each bounded
@@ -22,9 +22,9 @@ from typing import Any
 
 from audit.services import record
 from deploys.connect import transport_for
-from deploys.executables import executable_problem
 from deploys.selectors import host_probe_executables
-from deploys.transports import TransportError
+from hostops.channel import TransportError
+from hostops.executables import executable_problem
 from servebench.prompts import select_prompts
 from servebench.runner import RunSettings
 from servebench.schema import ENGINE_VLLM, BenchResult

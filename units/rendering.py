@@ -16,7 +16,7 @@ from typing import Any
 
 from django.template.loader import get_template
 
-from units.gpu_free import BASH_MEMORY_FREE, wait_gpus
+from hostops.gpu_free import BASH_MEMORY_FREE, wait_gpus
 from units.layout import Token, parse_token
 from units.profile_data import normalize_profile_data
 from units.schema import FIELDS, OPTION_ORDER, SPEC_CONFIG_FLAG, Kind, Target, fields_writing
@@ -25,7 +25,7 @@ from units.templatetags.unitfile import exec_words, spec_json
 from units.unicode_text import split_lines
 
 TEMPLATE_NAME = "units/vllm.service"
-# What a deploy can push (deploys.transports.push.MAX_UNIT_BYTES, the same number): a
+# What a deploy can push (hostops.channel.push.MAX_UNIT_BYTES, the same number): a
 # profile whose unit is larger is refused when it is saved, not first at deploy time.
 MAX_UNIT_BYTES = 256 * 1024
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -216,8 +216,8 @@ def gpu_wait_script(data: dict[str, Any]) -> str | None:
     ≤ gpu_free_wait_sec, which validation keeps inside TimeoutStartSec=, fact 6); it looks
     at the unit's own GPUs, all of them (`nvidia-smi -i` with every GPU of the profile's
     list as CUDA reads it; no `-i`, every GPU, without a list or where `-i` cannot name
-    them: `units.gpu_free.wait_gpus`), so services on other GPUs do not hold it back; it
-    requires what `units.gpu_free` calls free (memory.used ≤ threshold on each GPU, no
+    them: `hostops.gpu_free.wait_gpus`), so services on other GPUs do not hold it back; it
+    requires what `hostops.gpu_free` calls free (memory.used ≤ threshold on each GPU, no
     compute processes; the deploy job's GPU-clean step judges the same way); a failing
     nvidia-smi counts as busy; on timeout it says why, prints those GPUs' state and exits
     1 so systemd does not start vLLM. Every `$` reaches bash because `exec_word` writes it

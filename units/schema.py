@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from units.gpu_free import DEFAULT_THRESHOLD_MIB
+from hostops.gpu_free import DEFAULT_THRESHOLD_MIB
 
 
 class Kind(StrEnum):

@@ -12,7 +12,7 @@ runner relies on:
 - `StepResult.regressed(reason, **figures)`: slower than the baseline; the job fails and
   the previous unit is put back (when the profile allows rollbacks).
 
-What it may use: `job.service` (`deploys.jobs.service.VllmService`: `base_url` as seen
+What it may use: `job.service` (`hostops.service.VllmService`: `base_url` as seen
 from the host, `served_model_name`, `api_key`), and from the job's context `job.ctx`: its
 `transport` (commands on the host), `host`, `request` (`request.profile_version.data` is
 the profile). It reports with `job.rec.log`, `job.rec.read` and `job.rec.progress`. A long
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 from deploys.jobs.context import JobContext
 from deploys.jobs.recorder import Recorder
-from deploys.jobs.service import VllmService
 from deploys.jobs.steps import StepResult
+from hostops.service import VllmService
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,11 @@ def register(step: BenchmarkStep | None) -> None:
     _implementation = step
 
 
+def registered() -> BenchmarkStep | None:
+    """The function installed now (a test that installs its own puts this one back)."""
+    return _implementation
+
+
 def benchmark(job: BenchmarkJob) -> StepResult:
     """The benchmark hook (see the module docstring for its contract)."""
     if _implementation is None:
@@ -63,4 +68,4 @@ def benchmark(job: BenchmarkJob) -> StepResult:
     return _implementation(job)
 
 
-__all__ = ["BenchmarkJob", "benchmark", "register"]
+__all__ = ["BenchmarkJob", "benchmark", "register", "registered"]

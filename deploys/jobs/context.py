@@ -23,8 +23,8 @@ from django.utils import timezone
 from deploys.jobs.lease import HostLease
 from deploys.jobs.policy import PipelinePolicy
 from deploys.models import DeployRequest, Host, JobStep
-from deploys.transports import Transport
-from deploys.transports.push import DEFAULT_UNIT_DIR
+from hostops.channel import Transport
+from hostops.channel.push import DEFAULT_UNIT_DIR
 
 
 class Connection:

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db.models import Field
 
-from deploys.jobs.gpu_clean import CleanPolicy
+from hostops.gpu_clean import CleanPolicy
 from units.models import ServiceProfile
 
 # systemd waits TimeoutStopSec= for SIGTERM to work, then as long again after SIGKILL

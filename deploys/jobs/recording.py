@@ -20,9 +20,9 @@ from deploys.jobs.recorder import Recorder
 from deploys.jobs.results import Stopped
 from deploys.jobs.steps import Outcome, StepResult
 from deploys.models import DeployRequest, JobStep
-from deploys.transports import TransportError
-from deploys.transports.bounds import STORED_LOG_CHARS, clip_json, clip_text
-from deploys.transports.records import CommandRecord, records_json
+from hostops.channel import TransportError
+from hostops.channel.bounds import STORED_LOG_CHARS, clip_json, clip_text
+from hostops.channel.records import CommandRecord, records_json
 
 PROGRESS_EVERY_S = 1.0
 STEP_STATUS = {

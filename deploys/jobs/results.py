@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from deploys.jobs.gpu_clean import ServiceIdentity
-from deploys.jobs.service import VllmService
-from deploys.transports.push import PushResult
+from hostops.channel.push import PushResult
+from hostops.gpu_clean import ServiceIdentity
+from hostops.service import VllmService
 
 
 @dataclass(frozen=True)

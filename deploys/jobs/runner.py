@@ -55,9 +55,9 @@ from deploys.probe import probe_host
 from deploys.running import known_unit_names, on_host_payload, record_read
 from deploys.selectors import host_probe_executables
 from deploys.services.hosts import host_record_probe, host_record_probe_error
-from deploys.transports import Transport, TransportError
-from deploys.transports.bounds import clip_text
-from deploys.transports.push import sha256_hex
+from hostops.channel import Transport, TransportError
+from hostops.channel.bounds import clip_text
+from hostops.channel.push import sha256_hex
 
 log = logging.getLogger(__name__)
 

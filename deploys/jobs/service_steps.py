@@ -21,17 +21,18 @@ from audit.models import AuditKind
 from audit.services import record
 from deploys.jobs import benchmark as benchmark_hook
 from deploys.jobs.context import JobContext
-from deploys.jobs.gpu_clean import clean_gpus, service_identity
-from deploys.jobs.journal import classify, entry_lines, last_progress, unit_verdict
 from deploys.jobs.policy import START_COMMAND_S
 from deploys.jobs.recorder import Recorder
 from deploys.jobs.results import Found, Preflighted, Started, Stopped, Watched
-from deploys.jobs.service import VllmService
 from deploys.jobs.steps import StepResult
-from deploys.jobs.vllm_check import check_vllm_args
 from deploys.models import DeployRequest
-from deploys.transports import Transport
-from deploys.transports.errors import CommandTimeout
+from hostops.channel import Transport
+from hostops.channel.errors import CommandTimeout
+from hostops.gpu_clean import clean_gpus, service_identity
+from hostops.journal import classify, entry_lines, last_progress, unit_verdict
+from hostops.programs import program
+from hostops.service import VllmService
+from hostops.vllm_check import check_vllm_args
 
 STATE_PROPERTIES = ("ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts", "MainPID")
 JOURNAL_TICK_S = 0.5  # the early check: a fatal line shows within a second
@@ -112,7 +113,7 @@ def stop(ctx: JobContext, rec: Recorder) -> StepResult:
 
 
 def gpu_clean(ctx: JobContext, rec: Recorder, stopped: Stopped) -> StepResult:
-    """Every GPU the service will use clean (deploys.jobs.gpu_clean), or nothing starts."""
+    """Every GPU the service will use clean (hostops.gpu_clean), or nothing starts."""
     identity = stopped.identity
     report = clean_gpus(
         ctx.transport,
@@ -389,20 +390,7 @@ def journal_cursor(transport: Transport) -> str:
 # curl on the host (the server may listen on loopback only); the API key travels on stdin,
 # never in argv where `ps` would show it. Prints the body, then the status on a last line.
 _CURL = ["curl", "-sS", "--max-time", f"{HTTP_TIMEOUT_S:g}", "-w", "\n%{http_code}"]
-_PYTHON_GET = r"""
-import sys, urllib.request, urllib.error
-req = urllib.request.Request(sys.argv[1])
-key = sys.stdin.read().strip()
-if key:
-    req.add_header("Authorization", "Bearer " + key)
-try:
-    with urllib.request.urlopen(req, timeout=float(sys.argv[2])) as r:
-        sys.stdout.write(r.read().decode(errors="replace") + "\n" + str(r.status))
-except urllib.error.HTTPError as e:
-    sys.stdout.write("\n" + str(e.code))
-except Exception as e:
-    sys.stdout.write(str(e) + "\n000")
-"""
+_PYTHON_GET = program("http_get.py")  # where the host has no curl
 
 
 def http_get(transport: Transport, url: str, api_key: str = "") -> tuple[int, str]:

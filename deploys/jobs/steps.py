@@ -33,13 +33,13 @@ from deploys.approvals import approval_problems
 from deploys.jobs.context import JobContext
 from deploys.jobs.recorder import Recorder
 from deploys.jobs.results import Preflighted, Pushed
-from deploys.jobs.service import VllmService, vllm_service
 from deploys.models import DeployRequest, PushedUnit
 from deploys.selectors import lint_versions
-from deploys.transports import PushInterrupted, TransportError, UnitPushError, push_unit
-from deploys.transports.bounds import clip_text
-from deploys.transports.push import PushResult, sha256_hex, verify_problems
 from deploys.unit_policy import denied_unit_reason, overwrite_problems
+from hostops.channel import PushInterrupted, TransportError, UnitPushError, push_unit
+from hostops.channel.bounds import clip_text
+from hostops.channel.push import PushResult, sha256_hex, verify_problems
+from hostops.service import VllmService, vllm_service
 from linting.findings import Severity
 from linting.options import LintOptions
 from linting.report import CommandInfo

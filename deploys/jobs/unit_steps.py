@@ -14,11 +14,11 @@ from audit.services import record
 from deploys.jobs.context import JobContext
 from deploys.jobs.recorder import Recorder
 from deploys.jobs.results import Preflighted, Pushed, Restored
-from deploys.jobs.service import VllmService, vllm_service
 from deploys.jobs.steps import StepResult
 from deploys.models import PushedUnit
-from deploys.transports import UnitPushError, restore_backup
-from deploys.transports.push import BACKUP_SUFFIX, sha256_hex, verify_problems
+from hostops.channel import UnitPushError, restore_backup
+from hostops.channel.push import BACKUP_SUFFIX, sha256_hex, verify_problems
+from hostops.service import VllmService, vllm_service
 from linting.options import LintOptions
 from units.linting import lint_rendered
 

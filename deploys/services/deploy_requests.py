@@ -38,8 +38,8 @@ from deploys.selectors import (
     latest_version_number,
 )
 from deploys.services.hosts import transport_error
-from deploys.transports import TransportError
 from deploys.unit_policy import check_unit_name, overwrite_problems
+from hostops.channel import TransportError
 from units.models import ProfileVersion
 
 if TYPE_CHECKING:

@@ -19,15 +19,15 @@ from django.utils import timezone
 from audit.models import AuditKind
 from audit.services import record
 from deploys.addresses import host_address_problem
-from deploys.executables import plain_path_problem
 from deploys.jobs import queue
 from deploys.models import DeployRequest, Host
 from deploys.permissions import ADD_HOST, CHANGE_HOST, REQUEST_DEPLOY, require
 from deploys.running import on_host_list, record_probe
-from deploys.transports import TransportError
-from deploys.transports.bounds import STORED_STRING_CHARS, clip_json, clip_text
-from deploys.transports.ssh import HostKeyInfo, fingerprint_sha256, parse_pinned_key
-from deploys.transports.ssh import probe_host_key as _probe_host_key
+from hostops.channel import TransportError
+from hostops.channel.bounds import STORED_STRING_CHARS, clip_json, clip_text
+from hostops.channel.ssh import HostKeyInfo, fingerprint_sha256, parse_pinned_key
+from hostops.channel.ssh import probe_host_key as _probe_host_key
+from hostops.executables import plain_path_problem
 from units.rendering import is_python
 
 if TYPE_CHECKING:
@@ -251,7 +251,7 @@ def _probe_executable_problem(path: str) -> str | None:
 def host_set_probe_executables(*, host: Host, executables: list[str], actor: User) -> Host:
     """An admin's list of vLLM executables the probe may run on `host` (besides those of
     approved, pushed units). Each is checked on the host before every run
-    (`deploys.executables`); here only its shape. Audited with the old and new list."""
+    (`hostops.executables`); here only its shape. Audited with the old and new list."""
     require(actor, CHANGE_HOST, "change hosts")
     paths = list(dict.fromkeys(p.strip() for p in executables if p.strip()))
     problems = [

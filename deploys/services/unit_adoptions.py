@@ -21,9 +21,9 @@ from deploys.existing_units import ExistingUnit
 from deploys.models import Host, UnitAdoption
 from deploys.permissions import ADOPT_UNIT, require
 from deploys.services.hosts import transport_error
-from deploys.transports import TransportError
-from deploys.transports.push import sha256_hex
 from deploys.unit_policy import adoption_for, check_unit_name, is_managed
+from hostops.channel import TransportError
+from hostops.channel.push import sha256_hex
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser as User

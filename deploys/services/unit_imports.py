@@ -14,9 +14,9 @@ from django.core.exceptions import ValidationError
 from deploys.connect import transport_for
 from deploys.models import Host
 from deploys.services.hosts import transport_error
-from deploys.transports import Transport, TransportError
-from deploys.transports.push import DEFAULT_UNIT_DIR
 from deploys.unit_policy import check_unit_name, is_managed
+from hostops.channel import Transport, TransportError
+from hostops.channel.push import DEFAULT_UNIT_DIR
 from units.importing.service import ImportResult, import_unit
 
 if TYPE_CHECKING:

@@ -36,8 +36,8 @@ from deploys.selectors import (
 )
 from deploys.services.deploy_requests import RequestNotPending
 from deploys.services.hosts import transport_error
-from deploys.transports import TransportError
-from deploys.transports.push import sha256_hex
+from hostops.channel import TransportError
+from hostops.channel.push import sha256_hex
 from linting.findings import Severity
 from linting.options import LintOptions
 from units.linting import lint_rendered

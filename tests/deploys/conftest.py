@@ -20,7 +20,7 @@ from deploys import existing_units, selectors
 from deploys.jobs import queue
 from deploys.models import DeployRequest, Host
 from deploys.services.deploy_requests import deploy_request_create
-from deploys.transports.ssh import SSHTransport
+from hostops.channel.ssh import SSHTransport
 from tests.deploys.helpers import OLD_UNIT, Enqueued, FakeHosts, People, fake_host_key
 from tests.deploys.qcluster_support import (  # noqa: F401  (fixtures of the qcluster tests)
     jobhost,

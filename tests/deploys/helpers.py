@@ -25,8 +25,8 @@ from deploys.jobs import pipelines
 from deploys.jobs.pipelines import Steps
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
-from deploys.transports.push import sha256_hex
-from deploys.transports.ssh import HostKeyInfo, SSHTransport, fingerprint_sha256, parse_pinned_key
+from hostops.channel.push import sha256_hex
+from hostops.channel.ssh import HostKeyInfo, SSHTransport, fingerprint_sha256, parse_pinned_key
 from perf.models import BenchPolicy
 from tests.ports import service_port
 from tests.testhost.host import TestHost

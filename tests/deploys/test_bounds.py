@@ -1,4 +1,4 @@
-"""How much is taken from a host and kept (`deploys.transports.bounds`), with the local
+"""How much is taken from a host and kept (`hostops.channel.bounds`), with the local
 transport: a file is stat-ed before it is opened, a command's streams are capped while
 they are read, stored text is clipped with a marker."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from deploys.transports import FileRefused
-from deploys.transports.bounds import (
+from hostops.channel import FileRefused
+from hostops.channel.bounds import (
     MAX_STDERR_BYTES,
     MAX_STDOUT_BYTES,
     MIB,
@@ -20,7 +20,7 @@ from deploys.transports.bounds import (
     clip_json,
     clip_text,
 )
-from deploys.transports.local import LocalTransport
+from hostops.channel.local import LocalTransport
 
 
 def test_a_capped_buffer_keeps_its_head_and_tail_and_counts_the_rest() -> None:

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from deploys import existing_units, selectors
 from deploys.existing_units import ExistingUnit
 from deploys.models import Host, PushedUnit
-from deploys.transports.push import sha256_hex
+from hostops.channel.push import sha256_hex
 from tests.browser import PASSWORD, expect, login, overflow, shot
 from tests.deploys.helpers import fake_host_key
 from tests.units.factories import baseline, ngram

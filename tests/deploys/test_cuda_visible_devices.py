@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deploys.jobs.gpu_clean import needed_gpus
-from deploys.transports.base import GpuInfo
+from hostops.channel.base import GpuInfo
+from hostops.gpu_clean import needed_gpus
 from linting.cuda import nvidia_smi_ids, read_visible_devices
 from tests.doubles import gpu_state, nvidia_smi_double
 from tests.doubles.cuda_visible import UNKNOWN, cuda_gpus, entry_index

@@ -21,9 +21,9 @@ from deploys.models import DeployRequest, Host
 from deploys.probe import probe_host
 from deploys.selectors import host_probe_executables
 from deploys.services import deploy_requests, hosts
-from deploys.transports import HostKeyMismatch, push_unit
-from deploys.transports.push import BACKUP_SUFFIX
-from deploys.transports.ssh import fingerprint_sha256, parse_pinned_key
+from hostops.channel import HostKeyMismatch, push_unit
+from hostops.channel.push import BACKUP_SUFFIX
+from hostops.channel.ssh import fingerprint_sha256, parse_pinned_key
 from tests.deploys.helpers import UNIT_DIR, Enqueued, People
 from tests.ports import refusing_port
 from tests.testhost.host import TestHost

@@ -2,7 +2,7 @@
 
 A unit runs the vLLM double whose EngineCore escapes the unit's cgroup and ignores
 SIGTERM (fault `leftover_worker`): after `systemctl stop` it still holds memory on all
-8 GPUs. The very functions the pipeline step calls (`deploys.jobs.gpu_clean`) must find
+8 GPUs. The very functions the pipeline step calls (`hostops.gpu_clean`) must find
 it, SIGTERM then SIGKILL it, and verify every GPU clean; another user's GPU process must
 be left alone and named. The module boots its own host: these tests change GPU state.
 """
@@ -14,15 +14,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from deploys.jobs.gpu_clean import (
+from hostops.channel.ssh import SSHTransport
+from hostops.gpu_clean import (
     CleanPolicy,
     ServiceIdentity,
     clean_gpus,
     format_mib,
     service_identity,
 )
-from deploys.jobs.processes import read_processes
-from deploys.transports.ssh import SSHTransport
+from hostops.processes import read_processes
 from tests.deploys.conftest import transport_for
 from tests.deploys.helpers import UNIT_DIR, unique, wait_for
 from tests.doubles.gpu_state import H200_TOTAL_MIB

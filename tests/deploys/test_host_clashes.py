@@ -11,7 +11,7 @@ from django.test import Client
 
 from deploys import selectors
 from deploys.models import DeployRequest, Host, PushedUnit
-from deploys.transports.push import sha256_hex
+from hostops.channel.push import sha256_hex
 from tests.deploys.helpers import FakeHosts, People
 from tests.units.factories import baseline, ngram
 from units.models import ProfileVersion

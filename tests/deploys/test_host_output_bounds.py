@@ -21,9 +21,9 @@ from deploys.connect import transport_for
 from deploys.jobs import queue, runner
 from deploys.models import Host
 from deploys.services.deploy_requests import deploy_request_create
-from deploys.transports import FileRefused, Transport
-from deploys.transports.bounds import MIB, STORED_STRING_CHARS, STORED_TEXT_CHARS
-from deploys.transports.ssh import SSHTransport
+from hostops.channel import FileRefused, Transport
+from hostops.channel.bounds import MIB, STORED_STRING_CHARS, STORED_TEXT_CHARS
+from hostops.channel.ssh import SSHTransport
 from tests.deploys.helpers import UNIT_DIR, make_host, make_users, unique
 from tests.testhost.host import TestHost
 from tests.units.factories import baseline

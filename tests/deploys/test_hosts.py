@@ -30,10 +30,10 @@ from deploys.services.hosts import (
     host_request_probe,
     host_rescan_key,
 )
-from deploys.transports import CommandResult, GpuInfo, GpuUnavailable, HostUnreachable, Transport
-from deploys.transports.base import StagedFile
-from deploys.transports.local import LocalTransport
-from deploys.transports.ssh import HostKeyInfo, SSHTransport
+from hostops.channel import CommandResult, GpuInfo, GpuUnavailable, HostUnreachable, Transport
+from hostops.channel.base import StagedFile
+from hostops.channel.local import LocalTransport
+from hostops.channel.ssh import HostKeyInfo, SSHTransport
 from tests.deploys.helpers import Enqueued, People, fake_host_key
 
 
@@ -290,7 +290,7 @@ def scripted(**overrides: Any) -> ScriptedTransport:
     answers = {
         "systemctl --version": (0, "systemd 252 (252.39-1~deb12u1)\n+PAM +AUDIT\n", ""),
         "/opt/vllm/bin/vllm --version": (0, "INFO 01-01 loading plugins\n0.16.0\n", ""),
-        # deploys.executables: the path resolves to itself, every component root's 0755
+        # hostops.executables: the path resolves to itself, every component root's 0755
         "realpath -e -- /opt/vllm/bin/vllm": (0, "/opt/vllm/bin/vllm\n", ""),
         "id -u": (0, "0\n", ""),
         "stat -c": (

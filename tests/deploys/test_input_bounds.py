@@ -10,8 +10,8 @@ from django.urls import reverse
 
 from deploys.models import Host
 from deploys.services.hosts import host_create, host_update
-from deploys.transports import HostUnreachable
-from deploys.transports.ssh import SSHTransport, probe_host_key
+from hostops.channel import HostUnreachable
+from hostops.channel.ssh import SSHTransport, probe_host_key
 from tests.deploys.helpers import People, fake_host_key
 
 BAD_ADDRESSES = ["a" * 64, "b..c", ".", "x" * 254, "-a.example", "exa mple.com", "ä" * 70]

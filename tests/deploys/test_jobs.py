@@ -30,7 +30,7 @@ from deploys.jobs.checks import check_q_cluster
 from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
 from deploys.probe import MANAGED_MARKER
-from deploys.transports.push import BACKUP_SUFFIX, sha256_hex
+from hostops.channel.push import BACKUP_SUFFIX, sha256_hex
 from tests.deploys.helpers import (
     UNIT_DIR,
     approved_request,

@@ -1,12 +1,12 @@
-"""Reading a starting service's journal and unit state (deploys.jobs.journal), and finding
-its vLLM server in the unit's argv (deploys.jobs.service): no host needed."""
+"""Reading a starting service's journal and unit state (hostops.journal), and finding
+its vLLM server in the unit's argv (hostops.service): no host needed."""
 
 from __future__ import annotations
 
 import pytest
 
-from deploys.jobs.journal import classify, last_progress, unit_verdict
-from deploys.jobs.service import vllm_service
+from hostops.journal import classify, last_progress, unit_verdict
+from hostops.service import vllm_service
 from linting.report import CommandInfo
 
 SPEC_TRACEBACK = [

@@ -43,7 +43,7 @@ from deploys.services.unit_requests import (
     restart_request_create,
     rollback_request_create,
 )
-from deploys.transports.push import BACKUP_SUFFIX, sha256_hex
+from hostops.channel.push import BACKUP_SUFFIX, sha256_hex
 from tests.deploys.helpers import (
     UNIT_DIR,
     approved_request,

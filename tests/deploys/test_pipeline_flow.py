@@ -18,12 +18,12 @@ import pytest
 from deploys.jobs import pipelines
 from deploys.jobs.context import JobContext
 from deploys.jobs.flow import Guard, MissingResult, Results, Step, call, step, unmet_needs
-from deploys.jobs.gpu_clean import ServiceIdentity
 from deploys.jobs.pipelines import CHECKED, PIPELINES, ROLLBACK, ROLLBACK_STARTS_FROM, Steps
 from deploys.jobs.recorder import Recorder
 from deploys.jobs.results import Found, Preflighted, Pushed, Started, Stopped, Watched
 from deploys.jobs.steps import Outcome, StepResult
 from deploys.models import DeployRequest
+from hostops.gpu_clean import ServiceIdentity
 
 ARCHITECTURE = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 TABLE_START = "<!-- needs and provides: generated from deploys.jobs.pipelines -->"

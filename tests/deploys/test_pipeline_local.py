@@ -38,7 +38,7 @@ call_command("migrate", verbosity=0, interactive=False)
 from deploys.jobs import benchmark, runner
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
-from deploys.transports.local import LocalTransport
+from hostops.channel.local import LocalTransport
 from tests.deploys.helpers import approved_request, double_profile, make_users
 from tests.doubles.nvml_double import NvmlDouble
 from units.services import profile_update

@@ -19,7 +19,6 @@ from django.test import Client
 from django.urls import reverse
 
 from audit.models import AuditEvent
-from deploys.executables import executable_problem, path_components
 from deploys.jobs import runner
 from deploys.models import DeployRequest, Host, PushedUnit
 from deploys.probe import NO_EXECUTABLE
@@ -30,8 +29,9 @@ from deploys.services.deploy_requests import (
     deploy_request_reject,
 )
 from deploys.services.hosts import host_set_probe_executables
-from deploys.transports.local import LocalTransport
-from deploys.transports.ssh import SSHTransport
+from hostops.channel.local import LocalTransport
+from hostops.channel.ssh import SSHTransport
+from hostops.executables import executable_problem, path_components
 from tests.deploys.helpers import (
     People,
     approved_request,

@@ -20,7 +20,7 @@ from deploys.jobs import queue, runner
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
 from deploys.services.deploy_requests import deploy_request_approve, deploy_request_create
 from deploys.services.unit_requests import restart_request_create
-from deploys.transports.push import BACKUP_SUFFIX, sha256_hex
+from hostops.channel.push import BACKUP_SUFFIX, sha256_hex
 from tests.deploys.helpers import (
     UNIT_DIR,
     approved_request,

@@ -31,7 +31,7 @@ from deploys.services.deploy_requests import (
     deploy_request_reject,
     expire_stale_requests,
 )
-from deploys.transports import HostKeyMismatch, HostUnreachable
+from hostops.channel import HostKeyMismatch, HostUnreachable
 from tests.deploys.helpers import OLD_UNIT, Enqueued, FakeHosts, People
 from tests.units.factories import baseline
 from units.models import ProfileVersion, ServiceProfile

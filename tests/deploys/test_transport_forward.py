@@ -17,9 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from deploys.transports import ForwardRefused
-from deploys.transports.records import FORWARD, CommandRecord
-from deploys.transports.ssh import SSHTransport
+from hostops.channel import ForwardRefused
+from hostops.channel.records import FORWARD, CommandRecord
+from hostops.channel.ssh import SSHTransport
 from tests.deploys.helpers import (
     NO_FORWARDING,
     listening,

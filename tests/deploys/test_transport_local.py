@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from deploys.transports import CommandTimeout, GpuUnavailable, Transport, TransportError
-from deploys.transports.local import LocalTransport, format_property
+from hostops.channel import CommandTimeout, GpuUnavailable, Transport, TransportError
+from hostops.channel.local import LocalTransport, format_property
 from tests.doubles import gpu_state
 from tests.doubles.nvml_double import NVML_ERROR_LIBRARY_NOT_FOUND, NvmlDouble
 from tests.testhost.host import TestHost
@@ -28,9 +28,9 @@ VENV_PYTHON = str(REPO / ".venv/bin/python")
 IN_HOST_SCRIPT = r"""
 import json, os, sys, time, traceback
 sys.path.insert(0, REPO)
-from deploys.transports import RemoteCommandFailed, push_unit
-from deploys.transports.base import Transport
-from deploys.transports.local import LocalTransport
+from hostops.channel import RemoteCommandFailed, push_unit
+from hostops.channel.base import Transport
+from hostops.channel.local import LocalTransport
 from tests.doubles.nvml_double import NvmlDouble
 
 out = {}

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from deploys.transports import CommandTimeout
-from deploys.transports.local import LocalTransport
-from deploys.transports.records import CommandLog, CommandRecord, records_json
-from deploys.transports.ssh import SSHTransport
+from hostops.channel import CommandTimeout
+from hostops.channel.local import LocalTransport
+from hostops.channel.records import CommandLog, CommandRecord, records_json
+from hostops.channel.ssh import SSHTransport
 from tests.deploys.helpers import fake_host_key, unique, wait_for
 from tests.doubles import gpu_state
 from tests.doubles.nvml_double import NvmlDouble

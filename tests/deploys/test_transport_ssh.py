@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from deploys.transports import (
+from hostops.channel import (
     AuthenticationFailed,
     CommandTimeout,
     ConnectionLost,
@@ -29,9 +29,9 @@ from deploys.transports import (
     push_unit,
     restore_backup,
 )
-from deploys.transports.bounds import MAX_STDERR_BYTES
-from deploys.transports.push import BACKUP_SUFFIX, sha256_hex
-from deploys.transports.ssh import (
+from hostops.channel.bounds import MAX_STDERR_BYTES
+from hostops.channel.push import BACKUP_SUFFIX, sha256_hex
+from hostops.channel.ssh import (
     SSHTransport,
     fingerprint_sha256,
     parse_pinned_key,

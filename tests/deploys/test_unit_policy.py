@@ -25,8 +25,8 @@ from deploys.jobs import runner
 from deploys.models import DeployRequest, Host, PushedUnit, UnitAdoption
 from deploys.selectors import rendered_text
 from deploys.services.unit_adoptions import unit_adopt
-from deploys.transports.push import sha256_hex
 from deploys.unit_policy import denied_unit_reason
+from hostops.channel.push import sha256_hex
 from tests.deploys.helpers import (
     UNIT_DIR,
     FakeHosts,

@@ -17,8 +17,8 @@ from django.utils import timezone
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.probe import NO_EXECUTABLE
 from deploys.services import deploy_requests, hosts
-from deploys.transports import HostUnreachable
-from deploys.transports.ssh import HostKeyInfo
+from hostops.channel import HostUnreachable
+from hostops.channel.ssh import HostKeyInfo
 from tests.deploys.helpers import Enqueued, FakeHosts, People, fake_host_key
 from tests.units.factories import baseline
 from units.models import ProfileVersion

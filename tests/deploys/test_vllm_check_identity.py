@@ -17,8 +17,7 @@ import pytest
 from django.contrib.auth.models import AbstractBaseUser
 
 from deploys.jobs import queue, runner
-from deploys.jobs.service_steps import vllm_check
-from deploys.jobs.steps import daemon_reload, preflight, push
+from deploys.jobs.pipelines import DAEMON_RELOAD, PREFLIGHT, PUSH, VLLM_CHECK
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.unit_requests import (
     host_set_restarts_without_approval,
@@ -37,13 +36,8 @@ from tests.testhost.host import TestHost
 pytestmark = pytest.mark.testhost
 
 HOSTILE = "/opt/specadmin-hostile"
-CHECKED_PUSH = (
-    ("preflight", preflight),
-    ("vllm_check", vllm_check),
-    ("push", push),
-    ("daemon_reload", daemon_reload),
-)
-CHECK_ONLY = (("preflight", preflight), ("vllm_check", vllm_check))
+CHECKED_PUSH = (PREFLIGHT, VLLM_CHECK, PUSH, DAEMON_RELOAD)
+CHECK_ONLY = (PREFLIGHT, VLLM_CHECK)
 _SITECUSTOMIZE = """import os
 open(f"/var/tmp/specadmin-marker-{token}-site-{{os.getuid()}}", "a").write("ran\\n")
 """

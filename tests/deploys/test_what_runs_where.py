@@ -50,8 +50,8 @@ from deploys.services.unit_requests import (
     restart_request_create,
     rollback_request_create,
 )
-from deploys.transports import Transport
-from deploys.transports.push import BACKUP_SUFFIX, sha256_hex
+from hostops.channel import Transport
+from hostops.channel.push import BACKUP_SUFFIX, sha256_hex
 from tests.deploys.helpers import UNIT_DIR, double_profile, make_host, make_users, unique
 from tests.deploys.what_runs_support import (
     LocalSide,
@@ -455,6 +455,7 @@ class SshHostSide(LocalSide):
         self.fault = ""
         self.on_cancel: Callable[[Any], None] | None = None
         self._host: Host | None = None
+        self._installed = bench_hook.registered()
         bench_hook.register(self._benchmark)
 
     def make_host(self) -> Host:
@@ -495,7 +496,7 @@ class SshHostSide(LocalSide):
 
     def close(self, unit_names: list[str]) -> None:
         """Stop and delete what the example left on the shared host."""
-        bench_hook.register(None)
+        bench_hook.register(self._installed)  # the perf app's, for the tests after this one
         units = [f"{u}.service" for u in unit_names]
         self.testhost.nsenter(["systemctl", "stop", *units])
         paths = [f"{UNIT_DIR}/{u}{suffix}" for u in units for suffix in ("", BACKUP_SUFFIX)]

@@ -19,7 +19,7 @@ from deploys.jobs import pipelines, runner
 from deploys.models import DeployRequest, Host
 from deploys.services import unit_requests
 from deploys.services.deploy_requests import deploy_request_approve
-from deploys.transports import Transport
+from hostops.channel import Transport
 from tests.deploys.helpers import unique
 from tests.doubles.unit_host import (
     Script,

@@ -14,9 +14,9 @@ from typing import Any
 
 from deploys.connect import transport_for
 from deploys.models import Host
-from deploys.transports.base import StagedFile
-from deploys.transports.errors import ConnectionLost
-from deploys.transports.ssh import SSHTransport
+from hostops.channel.base import StagedFile
+from hostops.channel.errors import ConnectionLost
+from hostops.channel.ssh import SSHTransport
 
 
 class CutAroundRename(SSHTransport):

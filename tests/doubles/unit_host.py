@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 
 from deploys.jobs.context import JobContext
 from deploys.jobs.flow import Step
-from deploys.jobs.gpu_clean import ServiceIdentity
 from deploys.jobs.recorder import Recorder
 from deploys.jobs.results import Started, Stopped, Watched
 from deploys.jobs.steps import StepResult
-from deploys.transports.base import TEMP_INFIX, CommandResult, GpuInfo, StagedFile, Transport
-from deploys.transports.push import DEFAULT_UNIT_DIR, sha256_hex
+from hostops.channel.base import TEMP_INFIX, CommandResult, GpuInfo, StagedFile, Transport
+from hostops.channel.push import DEFAULT_UNIT_DIR, sha256_hex
+from hostops.gpu_clean import ServiceIdentity
 
 
 @dataclass

@@ -11,8 +11,8 @@ import pytest
 from deploys.jobs.benchmark import BenchmarkJob
 from deploys.jobs.context import JobContext
 from deploys.jobs.recorder import Recorder
-from deploys.jobs.service import VllmService
 from deploys.models import DeployRequest
+from hostops.service import VllmService
 from perf.models import BenchPolicy
 from tests.bench.conftest import vllm_double  # noqa: F401 (fixture)
 from tests.deploys.conftest import (  # noqa: F401 (fixtures)

@@ -23,10 +23,10 @@ from deploys.jobs import benchmark as hook
 from deploys.jobs.benchmark import BenchmarkJob
 from deploys.jobs.context import JobContext
 from deploys.jobs.recorder import Recorder
-from deploys.jobs.service import VllmService
 from deploys.jobs.steps import Outcome
 from deploys.models import DeployRequest, Host
-from deploys.transports.records import FORWARD, CommandRecord
+from hostops.channel.records import FORWARD, CommandRecord
+from hostops.service import VllmService
 from perf.models import BenchPolicy, BenchRun
 from tests.deploys.helpers import (
     NO_FORWARDING,

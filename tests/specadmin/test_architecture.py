@@ -10,17 +10,28 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FIRST_PARTY = ("linting", "servebench", "audit", "units", "deploys", "perf", "specadmin", "tests")
+FIRST_PARTY = (
+    "linting",
+    "servebench",
+    "hostops",
+    "audit",
+    "units",
+    "deploys",
+    "perf",
+    "specadmin",
+    "tests",
+)
 # What each app may import of the first-party packages (its own modules always).
 LEAVES = {"specadmin.access", "specadmin.env"}  # Django-only helpers every app may use
 ALLOWED: dict[str, set[str]] = {
     "linting": set(),
     "servebench": set(),
+    "hostops": {"linting"},
     "audit": LEAVES,
-    "units": {"linting", "audit"} | LEAVES,
-    "deploys": {"linting", "units", "audit"} | LEAVES,
-    "perf": {"servebench", "units", "deploys", "audit"} | LEAVES,
-    "specadmin": {"linting", "servebench", "units", "audit", "deploys", "perf"},
+    "units": {"linting", "hostops", "audit"} | LEAVES,
+    "deploys": {"linting", "hostops", "units", "audit"} | LEAVES,
+    "perf": {"servebench", "hostops", "units", "deploys", "audit"} | LEAVES,
+    "specadmin": {"linting", "servebench", "hostops", "units", "audit", "deploys", "perf"},
 }
 # linting/management: the `--profiles` option of lintunits reads the database's profiles.
 OPTIONAL = {("linting/management/commands/lintunits.py", "units.linting")}
@@ -46,6 +57,8 @@ def _violations(app: str, root: Path = ROOT) -> list[str]:
                 continue
             if top == "django" and app == "servebench":
                 found.append(f"{relative}: {name} (the benchmark runs without Django)")
+            if top == "django" and app == "hostops":
+                found.append(f"{relative}: {name} (host operations run without Django)")
             if top == "django" and app == "linting" and "management" not in path.parts:
                 found.append(f"{relative}: {name} (the linter runs without Django)")
             if top not in FIRST_PARTY or top == app:
@@ -77,6 +90,12 @@ def test_the_checker_sees_a_forbidden_import(tmp_path: Path) -> None:
     (tmp_path / "linting").mkdir()
     (tmp_path / "linting" / "engine.py").write_text("import django\nfrom tests import x\n")
     assert _violations("audit", tmp_path) == ["audit/views.py: deploys.models"]
+    (tmp_path / "hostops").mkdir()
+    (tmp_path / "hostops" / "gpus.py").write_text("import django\nfrom deploys import jobs\n")
+    assert _violations("hostops", tmp_path) == [
+        "hostops/gpus.py: django (host operations run without Django)",
+        "hostops/gpus.py: deploys",
+    ]
     assert _violations("linting", tmp_path) == [
         "linting/engine.py: django (the linter runs without Django)",
         "linting/engine.py: tests",

@@ -39,7 +39,7 @@ from deploys.jobs import queue
 from deploys.models import DeployRequest, Host, PushedUnit
 from deploys.services import hosts as host_services
 from deploys.services.deploy_requests import deploy_request_create
-from deploys.transports import HostUnreachable
+from hostops.channel import HostUnreachable
 from tests.deploys.helpers import OLD_UNIT, fake_host_key, loaded_from_etc
 from tests.perf.factories import stored_run
 from tests.units.factories import baseline

@@ -1,4 +1,4 @@
-"""One meaning of "the GPUs are free" (units.gpu_free): the unit's own wait before vLLM
+"""One meaning of "the GPUs are free" (hostops.gpu_free): the unit's own wait before vLLM
 starts and the deploy job's GPU-clean step agree at the threshold, the default is issue
 10's 1,000 MiB, and a stored version keeps the threshold it was saved with."""
 
@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from deploys.jobs.gpu_clean import CleanPolicy, dirty_gpus
 from deploys.jobs.policy import PipelinePolicy
-from deploys.transports.base import (
+from hostops.channel.base import (
     NVIDIA_SMI_APP_QUERY,
     NVIDIA_SMI_GPU_QUERY,
     GpuInfo,
     parse_nvidia_smi,
 )
+from hostops.gpu_clean import CleanPolicy, dirty_gpus
+from hostops.gpu_free import DEFAULT_THRESHOLD_MIB
 from tests.doubles import gpu_state
 from tests.units.factories import baseline
-from units.gpu_free import DEFAULT_THRESHOLD_MIB
 from units.models import ServiceProfile
 from units.rendering import gpu_wait_script, render_unit
 

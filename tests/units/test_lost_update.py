@@ -11,7 +11,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from deploys.transports.push import MAX_UNIT_BYTES as PUSH_LIMIT
+from hostops.channel.push import MAX_UNIT_BYTES as PUSH_LIMIT
 from tests.units.factories import baseline
 from tests.units.test_views import client_for, form_post
 from units.models import ServiceProfile

@@ -20,7 +20,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from deploys.connect import transport_for
 from deploys.models import Host
-from deploys.transports import Transport
+from hostops.channel import Transport
 from perf.reach import Endpoint, ServiceUnreachable, deployed_service, measured_endpoint
 from perf.selectors import baseline_for, last_deploy, policy_for
 from perf.services import compare_with_baseline, record_run

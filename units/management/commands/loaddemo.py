@@ -20,7 +20,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from units.gpu_free import DEFAULT_THRESHOLD_MIB
+from hostops.gpu_free import DEFAULT_THRESHOLD_MIB
 from units.models import ServiceProfile
 from units.roles import APPROVER, ensure_roles
 from units.services import profile_clone, profile_create, profile_update

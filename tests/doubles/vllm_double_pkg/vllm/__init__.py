@@ -4,7 +4,7 @@ vllm_double*.py), so the check runs inside a test host as it would against a rea
 
 Installed into test hosts only (tests/testhost/install.py puts this directory on the
 host Python's path). Never imported by product code; the check itself is
-deploys/jobs/vllm_check.py. Only what that check calls exists here.
+hostops/vllm_check.py. Only what that check calls exists here.
 """
 
 from __future__ import annotations

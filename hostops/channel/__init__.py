@@ -1,7 +1,7 @@
 """How commands and files reach a GPU host: SSH (paramiko) or local (pystemd + NVML).
 
-Import the implementations from their modules (`deploys.transports.ssh`,
-`deploys.transports.local`): the local one needs pystemd, the SSH one paramiko.
+Import the implementations from their modules (`hostops.channel.ssh`,
+`hostops.channel.local`): the local one needs pystemd, the SSH one paramiko.
 """
 
 from .base import (

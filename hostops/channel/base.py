@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from ..programs import program
 from .bounds import MAX_READ_BYTES, MAX_STDOUT_BYTES, clip_text
 from .errors import GpuUnavailable, RemoteCommandFailed, TransportError, WriteFailed
 from .records import READ, REMOVE, RENAME, RUN, WRITE, CommandLog
@@ -138,13 +139,8 @@ def regular_file_problem(mode: int, size: int, limit: int, partial: bool) -> str
     return None
 
 
-# `Transport.stage_file` over a shell: the temp file synced to disk (coreutils sync(1) on
-# a file: fsync), then its size and sha256 as the host reads them back.
-_DIGEST_SCRIPT = r"""
-sync -- "$1" || exit 3
-stat -c %s -- "$1" || exit 4
-sha256sum < "$1" || exit 5
-"""
+# `Transport.stage_file` over a shell (hostops/programs/file_digest.sh).
+_DIGEST_SCRIPT = program("file_digest.sh")
 
 
 def parse_digest(argv: Sequence[str], result: CommandResult) -> tuple[int, str]:
@@ -576,14 +572,8 @@ class Transport(abc.ABC):
         return parse_nvidia_smi(outputs[0], outputs[1])
 
 
-# The two nvidia-smi queries of `gpu_status`, each followed by "@@specadmin-exit N".
-_NVIDIA_SMI_SCRIPT = r"""
-"$1" --query-gpu="$2" --format=csv,noheader,nounits; rc=$?
-printf '\n@@specadmin-exit %s\n' "$rc"
-[ "$rc" = 0 ] || exit 0
-"$1" --query-compute-apps="$3" --format=csv,noheader,nounits; rc=$?
-printf '\n@@specadmin-exit %s\n' "$rc"
-"""
+# The two nvidia-smi queries of `gpu_status` (hostops/programs/nvidia_smi.sh).
+_NVIDIA_SMI_SCRIPT = program("nvidia_smi.sh")
 _SMI_MARKER = re.compile(r"\n?@@specadmin-exit (\d+)\n")
 
 

@@ -15,7 +15,7 @@ uid 0, with "restarts need no approval" even without an approver. So:
   sees them. A login user that is the unit's user runs it directly; any other non-root
   login cannot switch users, and the check is skipped saying so;
 - a unit that runs as root (no `User=`, `User=root`/`0`) is checked as root only under the
-  probe's rules for what root may run (`deploys.executables.executable_problem`: every
+  probe's rules for what root may run (`hostops.executables.executable_problem`: every
   path component of the executable and of the Python owned by root or the login user and
   writable by no one else), and never with a variable that makes the interpreter, the
   loader or a shell load other code (`HIJACKING`): the check is skipped instead, with the
@@ -30,8 +30,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from deploys.executables import executable_problem
-from deploys.transports.base import Transport
+from hostops.channel.base import Transport
+from hostops.executables import executable_problem
 from linting.unitfile import parse_text
 
 # Variables that decide which code a process loads, rather than what it does: Python's

@@ -16,8 +16,8 @@ import posixpath
 import stat as stat_mode
 from dataclasses import dataclass
 
-from deploys.transports import Transport
-from deploys.transports.errors import CommandTimeout
+from hostops.channel import Transport
+from hostops.channel.errors import CommandTimeout
 
 CHECK_TIMEOUT = 15.0
 MAX_COMPONENTS = 64

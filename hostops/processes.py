@@ -1,6 +1,6 @@
 """Processes on a host, read and signalled through a transport (SSH or local).
 
-Stdlib only, and no Django: the GPU clean-up (`deploys.jobs.gpu_clean`) runs these on real
+Stdlib only, and no Django: the GPU clean-up (`hostops.gpu_clean`) runs these on real
 GPU machines without the web application. Facts come from /proc (proc(5)) with small
 constant shell scripts that take the PIDs as arguments (argv, never a built string):
 - `/proc/PID/stat`: state (field 3) and start time (field 22, clock ticks since boot; a
@@ -18,48 +18,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from deploys.transports.base import Transport
-from deploys.transports.errors import CommandTimeout, RemoteCommandFailed
+from hostops.channel.base import Transport
+from hostops.channel.errors import CommandTimeout, RemoteCommandFailed
+from hostops.programs import program
 
-# One line per live PID: pid, ppid, uid, user, start time, state, comm, cgroup, cmdline,
-# tab-separated (cmdline last: its NULs become spaces). Missing PIDs print nothing.
-_INFO_SCRIPT = r"""
-for p do
-  stat=$(cat "/proc/$p/stat" 2>/dev/null) || continue
-  rest=${stat##*) }
-  set -f; set -- $rest; set +f
-  state=$1; ppid=$2; start=${20}
-  uid=$(sed -n 's/^Uid:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$p/status" 2>/dev/null)
-  user=$(getent passwd "$uid" 2>/dev/null | cut -d: -f1)
-  comm=$(cat "/proc/$p/comm" 2>/dev/null)
-  cg=$(grep -m1 -E '^0::|name=systemd' "/proc/$p/cgroup" 2>/dev/null | cut -d: -f3-)
-  args=$(tr '\0\t\n' '   ' < "/proc/$p/cmdline" 2>/dev/null)
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-    "$p" "$ppid" "$uid" "${user:-$uid}" "$start" "$state" "$comm" "$cg" "$args"
-done
-"""
-# Exit 0 once none of the PIDs is alive (gone or a zombie); polls every 50 ms. The caller
-# bounds it (`timeout`, which SSH also enforces on the host with timeout(1)).
-_WAIT_GONE_SCRIPT = r"""
-while :; do
-  alive=0
-  for p do
-    s=$(cat "/proc/$p/stat" 2>/dev/null) || continue
-    case "${s##*) }" in Z*|X*) ;; *) alive=1 ;; esac
-  done
-  [ "$alive" = 0 ] && exit 0
-  sleep 0.05
-done
-"""
-# Every process as "pid ppid" from /proc (no `ps`: minimal GPU images lack procps); `read`
-# is a shell builtin, so this forks nothing per process.
-_TABLE_SCRIPT = r"""
-for d in /proc/[0-9]*; do
-  read -r s < "$d/stat" 2>/dev/null || continue
-  set -f; set -- ${s##*) }; set +f
-  echo "${d#/proc/} $2"
-done
-"""
+# The programs (hostops/programs/, each says what it prints).
+_INFO_SCRIPT = program("proc_info.sh")
+_WAIT_GONE_SCRIPT = program("wait_gone.sh")
+_TABLE_SCRIPT = program("proc_table.sh")
+_CGROUP_PROCS_SCRIPT = program("cgroup_procs.sh")
+_SIGNAL_SCRIPT = program("send_signal.sh")
 SIGNALS = ("TERM", "KILL")
 
 
@@ -160,11 +128,7 @@ def cgroup_members(transport: Transport, cgroup: str) -> set[int]:
     the systemd hierarchy)."""
     if not cgroup or cgroup == "/" or ".." in cgroup.split("/"):
         return set()
-    script = (
-        'for base in /sys/fs/cgroup /sys/fs/cgroup/systemd; do d="$base$1"; '
-        '[ -d "$d" ] && find "$d" -name cgroup.procs -exec cat {} + && exit 0; done; exit 0'
-    )
-    result = transport.run(["sh", "-c", script, "sh", cgroup], timeout=30)
+    result = transport.run(["sh", "-c", _CGROUP_PROCS_SCRIPT, "sh", cgroup], timeout=30)
     return {_int(p) for p in result.stdout_text.split() if p.isdigit()}
 
 
@@ -172,8 +136,8 @@ def send_signal(transport: Transport, pids: Sequence[int], signal: str) -> dict[
     """`kill -SIGNAL` each PID; PID → whether it was delivered (False: already gone)."""
     if signal not in SIGNALS:
         raise ValueError(f"unsupported signal {signal!r}")
-    script = 'sig=$1; shift; for p do kill -s "$sig" "$p" 2>/dev/null && echo "$p"; done; exit 0'
-    result = transport.run(["sh", "-c", script, "sh", signal, *map(str, pids)], timeout=30)
+    argv = ["sh", "-c", _SIGNAL_SCRIPT, "sh", signal, *map(str, pids)]
+    result = transport.run(argv, timeout=30)
     delivered = {_int(p) for p in result.stdout_text.split()}
     return {pid: pid in delivered for pid in pids}
 

@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from deploys.transports.base import JournalEntry
+from hostops.channel.base import JournalEntry
 
 FATAL: tuple[tuple[str, re.Pattern[str]], ...] = (
     (

@@ -22,7 +22,7 @@ over SSH: `Transport.gpu_status`), every compute process is attributed, and:
   host-side loop returns as soon as the PIDs are gone, then the GPUs are re-read at once
   and every 0.1–0.5 s; never a fixed sleep.
 
-Stdlib, `deploys.transports.base`, `units.gpu_free` and `linting.cuda` only:
+Stdlib, `hostops.channel.base`, `hostops.gpu_free` and `linting.cuda` only:
 `benchmarks/gpu_clean_real.py` runs these very functions on real GPUs without Django
 (docs/architecture.md, "The restart pipeline").
 """
@@ -36,7 +36,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from deploys.jobs.processes import (
+from hostops.channel.base import GpuInfo, Transport
+from hostops.gpu_free import DEFAULT_THRESHOLD_MIB, gpu_is_free
+from hostops.processes import (
     ProcessInfo,
     alive,
     cgroup_members,
@@ -46,9 +48,7 @@ from deploys.jobs.processes import (
     send_signal,
     wait_gone,
 )
-from deploys.transports.base import GpuInfo, Transport
 from linting.cuda import HostGpus, read_visible_devices, resolve
-from units.gpu_free import DEFAULT_THRESHOLD_MIB, gpu_is_free
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_GRACE_S = 10.0
@@ -247,7 +247,7 @@ def holders(
 
 
 def dirty_gpus(needed: Sequence[GpuInfo], threshold_mib: int) -> list[str]:
-    """Why each needed GPU is not clean (empty: all clean). Clean is `units.gpu_free`'s
+    """Why each needed GPU is not clean (empty: all clean). Clean is `hostops.gpu_free`'s
     "free", the same test the unit's own ExecStartPre= wait makes."""
     problems = []
     for g in sorted(needed, key=lambda g: g.index):

@@ -15,7 +15,7 @@ writes one for every entry point). What it calls, and where vLLM keeps it:
 Hosts where no Python can be found, or whose vLLM lacks these, skip the check visibly.
 
 It runs as the unit's `User=`, never as root with code the service account controls
-(`deploys.jobs.run_as`, which also says when it does not run at all).
+(`hostops.run_as`, which also says when it does not run at all).
 """
 
 from __future__ import annotations
@@ -26,80 +26,19 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from deploys.jobs.run_as import plan_run_as
-from deploys.jobs.service import VllmService
-from deploys.transports.base import CommandResult, Transport
-from deploys.transports.errors import CommandTimeout, TransportError
+from hostops.channel.base import CommandResult, Transport
+from hostops.channel.errors import CommandTimeout, TransportError
+from hostops.programs import program
+from hostops.run_as import plan_run_as
+from hostops.service import VllmService
 
 CHECK_TIMEOUT_S = 120.0  # `import vllm` imports torch: seconds when warm, longer cold
 MARKER = "@@specadmin-vllm-check "
 SHEBANG_BYTES = 256  # the `#!` line pip writes is one short line
 _PYTHON = re.compile(r"python(\d+(\.\d+)*)?$")
 
-# Runs on the host under vLLM's Python; argv[1] is {"style": …, "args": [...]}. Prints one
-# MARKER line of JSON: ok true (accepted), false (rejected: error), or null (could not
-# check: error says why); `note` for what only the engine start can check.
-CHECK_PROGRAM = r"""
-import contextlib, io, json, sys
-out = {"stage": "import vllm"}
-def done(**kw):
-    out.update(kw)
-    print("@@specadmin-vllm-check " + json.dumps(out), flush=True)
-    sys.exit(0)
-def error(exc):
-    return f"{type(exc).__name__}: {exc}"[-3000:]
-req = json.loads(sys.argv[1])
-try:
-    import vllm
-except Exception as exc:
-    done(ok=None, error="cannot import vllm: " + error(exc))
-out["version"] = str(getattr(vllm, "__version__", "?"))
-try:
-    try:
-        from vllm.utils.argparse_utils import FlexibleArgumentParser
-    except ImportError:
-        from vllm.utils import FlexibleArgumentParser
-    from vllm.entrypoints.openai.cli_args import make_arg_parser
-    from vllm.engine.arg_utils import AsyncEngineArgs
-except Exception as exc:
-    done(ok=None, error="this vLLM has no argument parser where specadmin looks: " + error(exc))
-out["stage"] = "arguments"
-parser = FlexibleArgumentParser(prog="vllm serve" if req["style"] == "serve" else "api_server")
-if req["style"] == "serve":
-    parser.add_argument("model_tag", nargs="?")
-captured = io.StringIO()
-try:
-    with contextlib.redirect_stderr(captured):
-        parser = make_arg_parser(parser)
-        args = parser.parse_args(req["args"])
-except SystemExit as exc:
-    done(ok=False, error=captured.getvalue().strip()[-3000:] or f"argparse exited {exc.code}")
-except Exception as exc:
-    done(ok=False, error=error(exc))
-if getattr(args, "model_tag", None):
-    args.model = args.model_tag
-out["stage"] = "engine arguments"
-try:
-    engine_args = AsyncEngineArgs.from_cli_args(args)
-except Exception as exc:
-    done(ok=False, error=error(exc))
-spec = getattr(engine_args, "speculative_config", None)
-if spec:
-    out["stage"] = "speculative config"
-    try:
-        try:
-            from vllm.config import SpeculativeConfig
-        except ImportError:
-            from vllm.config.speculative import SpeculativeConfig
-        SpeculativeConfig(**spec)
-    except Exception as exc:
-        text = error(exc)
-        if "target_model_config" in text or "target_parallel_config" in text:
-            done(ok=True, note="the speculative config depends on the model: the engine "
-                 "start checks it (" + text[:300] + ")")
-        done(ok=False, error=text)
-done(ok=True)
-"""
+# Runs on the host under vLLM's Python (hostops/programs/vllm_args_check.py says how).
+CHECK_PROGRAM = program("vllm_args_check.py")
 
 
 @dataclass(frozen=True)
@@ -176,7 +115,7 @@ def check_vllm_args(
     timeout: float = CHECK_TIMEOUT_S,
 ) -> VllmCheck:
     """Run CHECK_PROGRAM under the service's Python with the unit's environment, as the
-    unit's user (`deploys.jobs.run_as`); not at all where that cannot be done safely."""
+    unit's user (`hostops.run_as`); not at all where that cannot be done safely."""
     executable = _resolve(transport, service.argv[0])
     if not executable:
         return VllmCheck(None, f"{service.argv[0]} is not on the host's PATH")

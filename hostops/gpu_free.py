@@ -2,7 +2,7 @@
 
 Two checks judge it and must agree: the unit's own optional wait before vLLM starts
 (`ExecStartPre=`, rendered by `units.rendering.gpu_wait_script`) and the deploy job's
-GPU-clean step (`deploys.jobs.gpu_clean.dirty_gpus`). A GPU is free when no compute
+GPU-clean step (`hostops.gpu_clean.dirty_gpus`). A GPU is free when no compute
 process is listed on it and its used memory is **at or below** the profile's threshold
 (`ServiceProfile.gpu_free_threshold_mib`): a threshold of 0 then means "nothing at all
 used", and the default leaves room for the driver's own few hundred MiB per GPU.
