@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "specadmin.settings")
 
-from deploys.jobs.service import VllmService  # noqa: E402  (after the path insert)
-from deploys.transports.ssh import SSHTransport  # noqa: E402
+from hostops.channel.ssh import SSHTransport  # noqa: E402  (after the path insert)
+from hostops.service import VllmService  # noqa: E402
 from perf.onhost import client_on_host, package_files  # noqa: E402
 from servebench.runner import RunSettings, run_sync  # noqa: E402
 from servebench.schema import BenchResult  # noqa: E402

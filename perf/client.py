@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from deploys.jobs.service import VllmService
-from deploys.transports import Transport
+from hostops.channel import Transport
+from hostops.service import VllmService
 from perf.bench_thread import run_beside_the_job
 from perf.onhost import NotOnHost, client_on_host
 from perf.reach import measured_endpoint

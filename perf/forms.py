@@ -46,7 +46,7 @@ class BenchPolicyForm(forms.ModelForm):
             "enabled": "Benchmark after each deploy",
             "threshold_pct": "Regression threshold (%)",
             "repeats": "Repeats of every level",
-            "noisy_budget_s": "More repeats while the verdict is noisy, at most (s)",
+            "noisy_budget_s": "More repeats while the verdict is not sure, at most (s)",
             "rollback_on_regression": "Roll back when the benchmark regresses",
             "client_on_host": "Run the benchmark client on the host (as the unit's user)",
             "num_requests": "Requests per level",

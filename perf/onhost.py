@@ -7,8 +7,8 @@ benchmarks/forward_overhead.py). servebench needs only Python and aiohttp, which
 vLLM install has (vLLM's own OpenAI server and `vllm bench serve` import it). So, on an
 SSH host:
 
-1. the Python that runs the service (`deploys.jobs.vllm_check.python_for`) and whom to run
-   it as (`deploys.jobs.run_as.plan_run_as`: the unit's `User=` through `setpriv`, never
+1. the Python that runs the service (`hostops.vllm_check.python_for`) and whom to run
+   it as (`hostops.run_as.plan_run_as`: the unit's `User=` through `setpriv`, never
    root with code the service account controls);
 2. a private temp dir (`mktemp -d`, mode 0755, owned by the login user, so the unit's user
    reads but cannot change it), the servebench package sent as one tar archive on the
@@ -41,12 +41,14 @@ from pathlib import Path
 from typing import Any
 
 import servebench
-from deploys.jobs.run_as import plan_run_as
-from deploys.jobs.service import VllmService
-from deploys.jobs.vllm_check import python_for
-from deploys.transports.base import Transport, sha256_hex
-from deploys.transports.bounds import clip_json
-from deploys.transports.errors import CommandTimeout, TransportError
+from hostops.channel.base import Transport, sha256_hex
+from hostops.channel.bounds import clip_json
+from hostops.channel.errors import CommandTimeout, TransportError
+from hostops.programs import program
+from hostops.run_as import plan_run_as
+from hostops.service import VllmService
+from hostops.vllm_check import python_for
+from servebench.prompts import BUILTIN_SETS
 from servebench.runner import CANCELLED, BenchError, Progress, RunSettings
 from servebench.schema import BenchResult, LevelResult, validate_result
 
@@ -58,29 +60,7 @@ SETUP_TIMEOUT_S = 60.0
 LEVEL_TIMEOUT_S = 1800.0
 SOURCE = Path(servebench.__file__).resolve().parent
 
-# Runs under the host's Python: argv[1] the temp dir, argv[2] "--probe" or nothing (then
-# stdin holds RunSettings as JSON). Prints one MARKER line: ok true (result), false (the
-# run could not start: error), null (servebench or aiohttp cannot be imported: error).
-BOOT = r"""
-import json, sys
-sys.path.insert(0, sys.argv[1])
-def say(**kw):
-    sys.stdout.write("@@specadmin-servebench " + json.dumps(kw) + "\n")
-    sys.stdout.flush()
-    sys.exit(0)
-try:
-    import aiohttp
-    from servebench.runner import BenchError, RunSettings, run_sync
-except Exception as exc:
-    say(ok=None, error=f"cannot import servebench and aiohttp: {type(exc).__name__}: {exc}"[:2000])
-if sys.argv[2:] == ["--probe"]:
-    say(ok=True, python=sys.version.split()[0], aiohttp=aiohttp.__version__)
-try:
-    result = run_sync(RunSettings(**json.loads(sys.stdin.read())))
-except (BenchError, ValueError, TypeError) as exc:
-    say(ok=False, error=str(exc)[:2000])
-say(ok=True, result=result.to_dict())
-"""
+BOOT = program("servebench_boot.py")  # hostops/programs: what runs on the host
 
 ProgressFn = Callable[[Progress], None]
 CancelFn = Callable[[], bool]
@@ -176,6 +156,12 @@ class OnHostClient:
     ) -> BenchResult:
         """Every repeat of every level, one command each (module doc, step 4): the same
         result `servebench.runner.run_sync` gives, warm-up before the first level only."""
+        if settings.prompts not in BUILTIN_SETS:
+            # A path would be read on the host, as the unit's user: never from stored data.
+            raise BenchError(
+                f"the client on the host sends only the built-in prompt sets "
+                f"({', '.join(BUILTIN_SETS)}), not the file {settings.prompts!r}"
+            )
         levels: list[LevelResult] = []
         first: BenchResult | None = None
         error = ""

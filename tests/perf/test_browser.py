@@ -174,7 +174,7 @@ def test_an_operator_saves_the_benchmark_settings_from_the_profile_page(
         expect(page.locator("h1")).to_have_text(f"Benchmark settings of {profile.name}")
         page.fill("#id_concurrency", "1, 8, x")
         page.click("text=Save the benchmark settings")
-        expect(page.locator(".field.has-error")).to_contain_text("Whole numbers")
+        expect(page.locator(".field.has-issues")).to_contain_text("Whole numbers")
         shot(page, f"perf-04-settings-error-{width}")
         page.fill("#id_concurrency", "1, 8, 32")
         page.fill("#id_repeats", str(3 + i))

@@ -16,9 +16,10 @@ from deploys.jobs.context import JobContext
 from deploys.jobs.recorder import Recorder
 from deploys.jobs.steps import Outcome
 from deploys.models import DeployRequest, Host
-from deploys.transports.records import FORWARD, RUN
+from hostops.channel.records import FORWARD, RUN
 from perf.models import BenchPolicy, BenchRun
-from perf.onhost import package_archive, package_files
+from perf.onhost import OnHostClient, package_archive, package_files
+from servebench.runner import BenchError, RunSettings
 from tests.perf.test_forward import loopback_service, loopback_vllm, site  # noqa: F401
 from tests.testhost.host import TestHost
 
@@ -119,3 +120,10 @@ def test_the_package_sent_is_servebench_alone_and_unpacks_as_sent() -> None:
     assert "servebench/runner.py" in files and "servebench/gate.py" in files
     assert all(name.startswith("servebench/") and name.endswith(".py") for name in files)
     assert len(package_archive(files)) < 256 * 1024  # bounded: one small archive
+
+
+def test_the_client_on_the_host_never_reads_a_prompt_file_named_by_stored_settings() -> None:
+    client = OnHostClient(None, "/usr/bin/python3", (), "vllm", "/tmp/x", "")  # type: ignore[arg-type]
+    settings = RunSettings(url="http://127.0.0.1:8000", prompts="/etc/shadow")
+    with pytest.raises(BenchError, match="only the built-in prompt sets"):
+        client.measure(settings)

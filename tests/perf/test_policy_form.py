@@ -59,7 +59,7 @@ def test_an_operator_changes_the_benchmark_settings_and_the_history_says_what_ch
     assert "enabled" not in event.payload["changes"]  # unchanged fields are not listed
     # what a new request carries (and its approver sees)
     shown = dict(settings_lines(job_settings(profile_version=version)))
-    assert shown["Benchmark: more repeats while noisy, at most (s)"] == "600"
+    assert shown["Benchmark: more repeats while not sure, at most (s)"] == "600"
     assert shown["Benchmark concurrency"] == "1, 8, 32"
 
 
