@@ -64,3 +64,25 @@ def test_a_load_that_answered_during_the_journal_check_counts_from_there(
     load = last_load(earlier.host_id, unit_name=earlier.unit_name)
     assert load is not None and load.seconds == pytest.approx(8.2)
     assert last_load(earlier.host_id, before=earlier.pk) is None  # not its own
+
+
+def test_the_benchmark_step_header_says_the_result_in_words(
+    people: People, make_request: Callable[..., DeployRequest]
+) -> None:
+    request = make_request()
+    JobStep.objects.create(
+        request=request,
+        name="benchmark",
+        status=JobStep.Status.FAILED,
+        finished_at=timezone.now(),
+        result={
+            "outcome": "regressed",
+            "reason": "slower than baseline run #3 (threshold 5%): output_throughput …",
+            "summary": "14.7% slower than the baseline at 1 stream",
+        },
+    )
+    client = Client()
+    client.force_login(people.vic)
+    page = client.get(reverse("deploys:request_job", args=[request.pk])).content.decode()
+    assert '<span class="small step-summary">14.7% slower than the baseline at 1 stream' in page
+    assert "output_throughput" not in page  # the summary stands in the header, not the keys
