@@ -30,7 +30,7 @@ from perf.selectors import (
     runs_for,
 )
 from perf.services import accept_baseline, save_policy
-from servebench.names import METRIC_NAMES
+from servebench.names import METRIC_NAMES, metric_label
 from servebench.schema import BenchResult
 from specadmin.access import MissingPermission, requires
 from units.models import ServiceProfile
@@ -156,6 +156,7 @@ def results(request: HttpRequest, profile_id: int, host_id: int) -> HttpResponse
             "baseline": baseline,
             "side_by_side": [{"run": r, "label": _label(r), "levels": _levels(r)} for r in pair],
             "charts": shown,
+            "names": {key: metric_label(key) for key in METRIC_NAMES},
             "can_accept": request.user.has_perm(ACCEPT),
         },
     )
