@@ -5,7 +5,8 @@ profile's policy for a first measurement), store the run, and gate it against th
 baseline of (profile, host). On an SSH host the client runs on the host as the unit's
 user (perf.client, perf.onhost); where it cannot, from the worker, through an SSH port
 forward for a server bound to loopback (perf.reach), the reason logged and stored.
-Noisy → more repeats within the policy's budget (perf.services.measure_until_decided);
+Not sure yet (noisy, or a regression that few repeats could show by chance) → more
+repeats within the policy's budget (perf.services.measure_until_decided);
 regressed → `StepResult.regressed` (the runner rolls back when the policy says so, default
 on); still noisy → success with a note; no baseline yet → this run becomes the baseline
 (audited). The result's `summary` says it in words for the job page's step header.
@@ -108,7 +109,7 @@ def benchmark_step(job: BenchmarkJob) -> StepResult:
 
 
 def _measure(job: BenchmarkJob, policy: BenchPolicy, client: Client) -> StepResult:
-    """Measure with `client` (more repeats while noisy), store the run, and judge it."""
+    """Measure with `client` (more repeats while not sure), store the run, and judge it."""
     assert job.service is not None
     ctx, rec = job.ctx, job.rec
     profile = ctx.request.profile_version.profile
