@@ -14,8 +14,8 @@ SSH host:
    reads but cannot change it), the servebench package sent as one tar archive on the
    command's stdin (bounded: a few hundred KB), every file's sha256 read back on the host
    and compared with what was sent (nothing more, nothing less);
-3. a probe: that Python imports servebench and aiohttp (`python -I`: no PYTHON* variable,
-   no user site, the current directory not on the path);
+3. a probe: `python -I DIR/servebench/remote.py --probe` (servebench's own entry point for
+   this; isolated mode: no PYTHON* variable, no user site) imports servebench and aiohttp;
 4. one command per concurrency level and repeat (the job's cancel is seen between them,
    and the step shows progress): the settings, API key included, go on stdin (never in an
    argv the command log keeps); the result comes back on stdout, capped by the transport
@@ -44,7 +44,6 @@ import servebench
 from hostops.channel.base import Transport, sha256_hex
 from hostops.channel.bounds import clip_json
 from hostops.channel.errors import CommandTimeout, TransportError
-from hostops.programs import program
 from hostops.run_as import plan_run_as
 from hostops.service import VllmService
 from hostops.vllm_check import python_for
@@ -60,7 +59,7 @@ SETUP_TIMEOUT_S = 60.0
 LEVEL_TIMEOUT_S = 1800.0
 SOURCE = Path(servebench.__file__).resolve().parent
 
-BOOT = program("servebench_boot.py")  # hostops/programs: what runs on the host
+REMOTE = "servebench/remote.py"  # servebench's own entry point for this, in the temp dir
 
 ProgressFn = Callable[[Progress], None]
 CancelFn = Callable[[], bool]
@@ -104,7 +103,8 @@ class OnHostClient:
     versions: str  # "Python 3.11.2, aiohttp 3.8.4"
 
     def _argv(self, *extra: str) -> list[str]:
-        return [*self.prefix, self.python, "-I", "-c", BOOT, self.directory, *extra]
+        script = f"{self.directory}/{REMOTE}"
+        return [*self.prefix, self.python, "-I", script, *extra]
 
     def _answer(self, argv: list[str], *, stdin: bytes | None, timeout: float) -> dict[str, Any]:
         try:
@@ -286,4 +286,4 @@ def client_on_host(
         _remove(transport, directory)
 
 
-__all__ = ["BOOT", "NotOnHost", "OnHostClient", "client_on_host", "package_files"]
+__all__ = ["REMOTE", "NotOnHost", "OnHostClient", "client_on_host", "package_files"]
