@@ -16,10 +16,12 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from deploys import selectors
+from deploys.cancel_plan import cancel_plan
 from deploys.ids import row_id
+from deploys.jobs.liveness import worker_lost
 from deploys.models import DeployRequest, Host, JobStep, PushedUnit
 from deploys.permissions import CANCEL_JOB, CHANGE_HOST, REQUEST_DEPLOY, VIEW_HOST, VIEW_REQUEST
 from deploys.running import units_on_host
@@ -90,6 +92,7 @@ def job_context(deploy: DeployRequest, user: Any) -> dict[str, Any]:
     live = deploy.status in LIVE
     return {
         "deploy": deploy,
+        "worker_lost": worker_lost(deploy),
         "main_steps": main,
         "rollback_steps": rollback,
         "live": live,
@@ -122,16 +125,32 @@ def _request_action(request: HttpRequest, pk: int, action: Any) -> HttpResponse:
     return redirect("deploys:request_detail", pk=deploy.pk)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @requires(VIEW_REQUEST, CANCEL_JOB)
 def request_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    def action(deploy: DeployRequest) -> str:
-        done = deploy_job_cancel(request=deploy, user=request.user)
-        if done.status == DeployRequest.Status.CANCELLED:
-            return f"#{deploy.pk} cancelled before it ran; nothing was done on {deploy.host}."
-        return f"Cancel asked: #{deploy.pk} stops at its next step and says what runs."
+    """Cancel, in two steps: a page that says exactly what the cancel will do
+    (`deploys.cancel_plan`), and its form's confirmed POST. A POST without the
+    confirmation shows that page again and cancels nothing."""
+    deploy = get_object_or_404(
+        DeployRequest.objects.select_related("host", "profile_version__profile"), pk=pk
+    )
+    if request.method == "POST" and request.POST.get("confirm") == "yes":
 
-    return _request_action(request, pk, action)
+        def action(deploy: DeployRequest) -> str:
+            done = deploy_job_cancel(request=deploy, user=request.user)
+            if done.status == DeployRequest.Status.CANCELLED:
+                return f"#{deploy.pk} cancelled before it ran; nothing was done on {deploy.host}."
+            return f"Cancel asked: #{deploy.pk} stops at its next step and puts back what ran."
+
+        return _request_action(request, pk, action)
+    if deploy.status not in LIVE or deploy.cancel_requested_at is not None:
+        messages.error(
+            request, f"#{deploy.pk} is {deploy.status_label.lower()}: nothing to cancel."
+        )
+        return redirect("deploys:request_detail", pk=deploy.pk)
+    return render(
+        request, "deploys/request_cancel.html", {"deploy": deploy, "plan": cancel_plan(deploy)}
+    )
 
 
 @require_POST

@@ -263,8 +263,8 @@ def _histories(host: Host, unit_name: str | None) -> dict[str, _History]:
             good[name].append((sha, pk, at))
             continue
         step, outcome = first_failure.get(pk, ("", ""))
-        if step in _NOT_TRIED or not step:
-            continue
+        if step in _NOT_TRIED or not step or outcome == "cancelled":
+            continue  # a cancel (whose rollback then failed) says nothing of the text
         what = "regressed" if outcome == "regressed" else "failed"
         marks[name][sha].append(Mark(sha, what, step, pk, at))
     histories = {}

@@ -239,9 +239,10 @@ AUDIT_CHECKPOINT_COMMAND = envstr("AUDIT_CHECKPOINT_COMMAND", "")
 
 # A deploy approval (and a pending request) expires after this many hours.
 DEPLOY_APPROVAL_TTL_HOURS = envint("DEPLOY_APPROVAL_TTL_HOURS", 24)
-# One job per host: its lease (renewed every quarter of it; a dead worker's expires after
-# this long) and how long a job waits for a busy host (deploys.jobs.lease).
-DEPLOY_LOCK_LEASE_S = envint("DEPLOY_LOCK_LEASE_S", 120)
+# One job per host: its lease (renewed every sixth of it; a dead worker's expires after
+# this long and its job page says "worker lost") and how long a job waits for a busy host
+# (deploys.jobs.lease, deploys.jobs.liveness).
+DEPLOY_LOCK_LEASE_S = envint("DEPLOY_LOCK_LEASE_S", 60)
 DEPLOY_LOCK_WAIT_S = envint("DEPLOY_LOCK_WAIT_S", 600)
 
 LOGGING = {

@@ -30,11 +30,16 @@ from deploys.locks import HostLock
 
 log = logging.getLogger(__name__)
 
-# A job renews every LEASE/4 seconds, so a lease survives a few missed renewals (a busy
-# SQLite write lock, a slow database) but a dead worker blocks its host for at most LEASE.
-DEFAULT_LEASE_S = 120.0
+# A job renews every LEASE * RENEW_FRACTION seconds (10 s), from a thread of its own, so
+# its longest waits renew too and a lease survives five missed renewals (a busy SQLite
+# write lock, a slow database); a dead worker is seen (`deploys.jobs.liveness`) and its
+# host freed at most LEASE after its last renewal (docs/architecture.md, "Jobs and steps").
+DEFAULT_LEASE_S = 60.0
+RENEW_FRACTION = 1 / 6
 DEFAULT_WAIT_S = 600.0
 POLL_S = 0.5
+# The name of the runner's own first step, which takes the lease (its JobStep row).
+LOCK_STEP = "host_lock"
 
 
 def lease_seconds() -> float:
@@ -61,11 +66,19 @@ def _db_now_plus(seconds: float) -> ExpressionWrapper[CombinedExpression]:
 class HostLease:
     """A held lease. Use `HostLease.acquire(...)`; release it in a `finally` (or `with`)."""
 
-    def __init__(self, host_id: int, owner: str, duration: float, took_over_from: str) -> None:
+    def __init__(
+        self,
+        host_id: int,
+        owner: str,
+        duration: float,
+        took_over_from: str,
+        took_over_request: int | None = None,
+    ) -> None:
         self.host_id = host_id
         self.owner = owner
         self.duration = duration
         self.took_over_from = took_over_from  # "" unless an expired lease was taken over
+        self.took_over_request = took_over_request  # the request whose lease that was
         self._lost = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -93,7 +106,7 @@ class HostLease:
             before = (
                 HostLock.objects.select_for_update()
                 .filter(host_id=host_id)
-                .values("owner", "expires_at")
+                .values("owner", "expires_at", "request_id")
                 .first()
             )
             claimed = (
@@ -113,7 +126,8 @@ class HostLease:
         previous = (before["owner"] or "") if before else ""
         if previous:
             log.warning("host #%s: took over the expired lease of %s", host_id, previous)
-        return cls(host_id, owner, duration, previous)
+        previous_request = before["request_id"] if before and previous else None
+        return cls(host_id, owner, duration, previous, previous_request)
 
     @classmethod
     def acquire(
@@ -160,18 +174,21 @@ class HostLease:
         return self._lost.is_set()
 
     def renew(self) -> bool:
-        """Extend the lease; False (and `lost`) when it is no longer ours."""
-        renewed = HostLock.objects.filter(host_id=self.host_id, owner=self.owner).update(
-            renewed_at=Now(), expires_at=_db_now_plus(self.duration)
-        )
+        """Extend the lease; False (and `lost`) when it is no longer ours — taken over, or
+        expired: by then the job counts as lost (`deploys.jobs.liveness`) and its request
+        may be marked interrupted, so it must not go on as if it still held the host."""
+        renewed = HostLock.objects.filter(
+            host_id=self.host_id, owner=self.owner, expires_at__gt=Now()
+        ).update(renewed_at=Now(), expires_at=_db_now_plus(self.duration))
         if renewed != 1:
             self._lost.set()
             return False
         return True
 
     def start_renewing(self, every: float | None = None) -> None:
-        """Renew from a daemon thread every `every` seconds (default: a quarter lease)."""
-        every = self.duration / 4 if every is None else every
+        """Renew from a daemon thread every `every` seconds (default: RENEW_FRACTION of
+        the lease)."""
+        every = self.duration * RENEW_FRACTION if every is None else every
         self._thread = threading.Thread(
             target=self._renew_loop, args=(every,), daemon=True, name=f"lease-{self.host_id}"
         )
@@ -214,4 +231,4 @@ class HostLease:
             log.exception("host #%s: releasing the lease failed", self.host_id)
 
 
-__all__ = ["HostBusy", "HostLease", "lease_seconds", "new_owner_id", "wait_seconds"]
+__all__ = ["LOCK_STEP", "HostBusy", "HostLease", "lease_seconds", "new_owner_id", "wait_seconds"]

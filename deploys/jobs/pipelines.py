@@ -4,8 +4,8 @@ each step needs from the earlier ones and what it provides (`deploys.jobs.flow`)
 deploy / rollback-to-version: preflight → vLLM check → push → daemon-reload → stop →
 GPU-clean → start → journal check → readiness → benchmark (deploys only);
 restart: the same without push and daemon-reload; remove: preflight → stop → GPU-clean →
-remove. A failure once the unit file or the service was touched runs ROLLBACK (when the
-profile allows it): put the previous unit back, then — if the service ran before the job —
+remove. A failure or a cancel once the unit file or the service was touched runs ROLLBACK
+(when the profile allows it): put the previous unit back, then — if the service ran before the job —
 the same stop → GPU-clean → start → journal → readiness path for it. The rollback starts
 from what preflight found and what push replaced (ROLLBACK_STARTS_FROM), nothing else.
 """
@@ -104,14 +104,17 @@ CHECKED: dict[str, tuple[Steps, tuple[type, ...]]] = {
 }
 
 
-def can_roll_back(kind: str, results: Results) -> bool:
-    """Is there anything to put back: a deploy or rollback request that changed the unit
-    file or stopped the service."""
-    if kind not in (Kind.DEPLOY, Kind.ROLLBACK):
-        return False
+def host_touched(results: Results) -> bool:
+    """Did the job change anything on the host: the unit file, or the service (stopped)."""
     pushed = results.latest(Pushed)
     changed = pushed is not None and pushed.result.changed
     return changed or results.has(Stopped)
+
+
+def can_roll_back(kind: str, results: Results) -> bool:
+    """Is there anything to put back: a deploy or rollback request that changed the unit
+    file or stopped the service. (A failure or a cancel then runs ROLLBACK.)"""
+    return kind in (Kind.DEPLOY, Kind.ROLLBACK) and host_touched(results)
 
 
 __all__ = [
@@ -122,4 +125,5 @@ __all__ = [
     "ROLLBACK_STARTS_FROM",
     "Steps",
     "can_roll_back",
+    "host_touched",
 ]

@@ -12,8 +12,9 @@ is the host lease (`deploys.jobs.lease`), taken in the order the jobs asked for 
 
 Steps are recorded by `deploys.jobs.recording`; which steps run, and what each is given
 from the earlier ones, is `deploys.jobs.pipelines`.
-A cancel (`cancel_requested_at`, set by `deploys.services.deploy_requests`) is seen at the
-next step boundary, and by long waits, which return early.
+A cancel (`cancel_requested_at`, set by `deploys.services.unit_requests`) is seen at the
+next step boundary, and by long waits, which return early; then `cancel_and_put_back`
+puts back what ran before.
 """
 
 from __future__ import annotations
@@ -29,14 +30,14 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from audit.models import AuditKind
 from deploys.connect import transport_for
 from deploys.jobs.context import JobContext, never_cancelled
 from deploys.jobs.flow import Results, Step, step
-from deploys.jobs.lease import HostBusy, HostLease, lease_seconds, wait_seconds
+from deploys.jobs.lease import LOCK_STEP, HostBusy, HostLease, lease_seconds, wait_seconds
+from deploys.jobs.liveness import lost_workers
 from deploys.jobs.pipelines import (
     HOST_UNTOUCHED,
     PIPELINES,
@@ -44,12 +45,12 @@ from deploys.jobs.pipelines import (
     ROLLBACK_STARTS_FROM,
     Steps,
     can_roll_back,
+    host_touched,
 )
 from deploys.jobs.recorder import Recorder
 from deploys.jobs.recording import audit, run_step, skip
-from deploys.jobs.results import Restored, Watched
+from deploys.jobs.results import Pushed, Restored, Watched
 from deploys.jobs.steps import Outcome, StepResult
-from deploys.locks import HostLock
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.probe import probe_host
 from deploys.running import known_unit_names, on_host_payload, record_read
@@ -61,7 +62,6 @@ from hostops.channel.push import sha256_hex
 
 log = logging.getLogger(__name__)
 
-LOCK_STEP = "host_lock"
 CANCEL_POLL_S = 1.0
 Status = DeployRequest.Status
 _FINAL_KIND: dict[str, str] = {
@@ -83,12 +83,16 @@ _DONE: dict[str, str] = {
 
 @dataclass(frozen=True)
 class JobOutcome:
+    """How a job ended: the request's final status, the reason its page shows, and what
+    the final audit event adds (a cancel: who, when, what was put back)."""
+
     status: str
     reason: str
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
-class _Job:
+class Job:
     """One run of a request's job as the runner holds it: the context of the phase that
     runs (the lease added once taken; the rollback's own copy), and that phase's results."""
 
@@ -128,16 +132,14 @@ def _run(
     connect: Callable[[Host], Transport],
     lock_wait: float | None,
 ) -> str:
-    job = _Job(JobContext.open(request, connect, cancel_requested=_cancel_checker(request.pk)))
+    job = Job(JobContext.open(request, connect, cancel_requested=_cancel_checker(request.pk)))
     try:
         try:
             outcome = _run_claimed(job, steps or PIPELINES[request.kind], lock_wait)
         except Exception as exc:  # a bug or a database failure between steps
             log.exception("deploy request #%s crashed", request.pk)
             outcome = JobOutcome(Status.FAILED, f"job crashed: {type(exc).__name__}: {exc}")
-        lease = job.ctx.lease
-        host_state = _host_state(job) if lease is not None and not lease.lost else ""
-        return _finish(job.ctx, outcome, host_state)
+        return _finish(job.ctx, outcome, _final_host_state(job))
     finally:
         _clean_up(job.ctx)
 
@@ -194,23 +196,31 @@ def _cancel_checker(request_id: int) -> Callable[[], bool]:
     return cancelled
 
 
-def _run_claimed(job: _Job, steps: Steps, lock_wait: float | None) -> JobOutcome:
-    ctx = job.ctx
-    names = [s.name for s in steps]
-    budget = _budget_problem(ctx, lock_wait)
+def _hold_host(job: Job, names: list[str], lock_wait: float | None) -> JobOutcome | None:
+    """The budget check and the host_lock step: None once the job holds the host (its
+    lease added to the context), else how the job ended."""
+    budget = _budget_problem(job.ctx, lock_wait)
     if budget:
-        skip(ctx, [LOCK_STEP, *names], "the job could outlive the worker's time limit")
+        skip(job.ctx, [LOCK_STEP, *names], "the job could outlive the worker's time limit")
         return JobOutcome(Status.FAILED, budget)
-    lock = run_step(ctx, _lock_step(lock_wait), job.results)
+    lock = run_step(job.ctx, _lock_step(lock_wait), job.results)
     lease = job.results.latest(HostLease)
     if lease is not None:  # the steps run under the lease (and it is released at the end)
-        job.ctx = ctx = dataclasses.replace(ctx, lease=lease)
-    if not lock.ok:
-        skip(ctx, names, "an earlier step did not succeed")
-        return JobOutcome(
-            Status.CANCELLED if lock.outcome is Outcome.CANCELLED else Status.FAILED,
-            f"{LOCK_STEP}: {lock.reason}",
-        )
+        job.ctx = dataclasses.replace(job.ctx, lease=lease)
+    if lock.ok:
+        return None
+    skip(job.ctx, names, "an earlier step did not succeed")
+    if lock.outcome is Outcome.CANCELLED:
+        return cancel_and_put_back(job, "while it waited for the host")
+    return JobOutcome(Status.FAILED, f"{LOCK_STEP}: {lock.reason}")
+
+
+def _run_claimed(job: Job, steps: Steps, lock_wait: float | None) -> JobOutcome:
+    names = [s.name for s in steps]
+    held = _hold_host(job, names, lock_wait)
+    if held is not None:
+        return held
+    ctx = job.ctx
     for index, current in enumerate(steps):
         name = current.name
         rest = names[index + 1 :]
@@ -218,12 +228,13 @@ def _run_claimed(job: _Job, steps: Steps, lock_wait: float | None) -> JobOutcome
             skip(ctx, names[index:], "the lock on the host was lost")
             return JobOutcome(
                 Status.FAILED,
-                f"lost the lock on {ctx.host.name} before {name} (the lease expired and "
-                "another job took it over); stopped without touching the host again",
+                f"lost the lock on {ctx.host.name} before {name} (its lease expired: the "
+                "worker stalled past it, and another job may hold the host now); stopped "
+                "without touching the host again",
             )
         if ctx.cancel_requested():
             skip(ctx, names[index:], "the job was cancelled")
-            return JobOutcome(Status.CANCELLED, _cancel_reason(ctx, f"before {name}"))
+            return cancel_and_put_back(job, f"before {name}")
         result = run_step(ctx, current, job.results)
         if result.ok:
             continue
@@ -231,12 +242,12 @@ def _run_claimed(job: _Job, steps: Steps, lock_wait: float | None) -> JobOutcome
         if result.outcome is Outcome.VOID:
             return JobOutcome(Status.VOID, f"{name}: {result.reason}")
         if result.outcome is Outcome.CANCELLED:
-            return JobOutcome(Status.CANCELLED, _cancel_reason(ctx, f"during {name}"))
+            return cancel_and_put_back(job, f"during {name}")
         return _after_failure(job, name, result)
     return JobOutcome(Status.SUCCEEDED, _DONE[ctx.kind])
 
 
-def _after_failure(job: _Job, name: str, result: StepResult) -> JobOutcome:
+def _after_failure(job: Job, name: str, result: StepResult) -> JobOutcome:
     """Roll back when the step asks for it, something was touched and the profile allows."""
     reason = f"{name}: {result.reason}"
     if not (result.rollback and can_roll_back(job.ctx.kind, job.results)):
@@ -272,7 +283,7 @@ def _rolled_back_to(results: Results) -> str:
     )
 
 
-def _rollback(job: _Job) -> tuple[str, str] | None:
+def _rollback(job: Job) -> tuple[str, str] | None:
     """The ROLLBACK steps, in their own phase and from what the failed phase found
     (ROLLBACK_STARTS_FROM); None when they all succeeded, else (step, reason). A cancel
     does not stop a rollback: it is the way back to a working host."""
@@ -289,13 +300,81 @@ def _rollback(job: _Job) -> tuple[str, str] | None:
     return None
 
 
-def _cancel_reason(ctx: JobContext, when: str) -> str:
+# --------------------------------------------------------------------------------------
+# cancel
+
+
+def cancel_and_put_back(job: Job, when: str) -> JobOutcome:
+    """A cancel, seen `when` ("during readiness"): put back what ran before, under the
+    request's own approval — the approver approved "replace A with B, and back to A if B
+    fails", and a cancel is B not wanted. So a job that changed the host runs the
+    rollback path (`_rollback`: restore A's unit, start it again and wait for it if it
+    ran before; a brand-new unit is stopped and removed), with no second approval; a
+    cancel never interrupts that. Nothing changed yet: it just stops. The outcome says
+    exactly which of these happened (docs/architecture.md, "The restart pipeline")."""
+    ctx = job.ctx
+    who = _cancelled_by(ctx)
+    said = f"cancelled by {who} {when}"
+
+    def outcome(status: str, then: str, sep: str = ", ") -> JobOutcome:
+        return JobOutcome(
+            status, said + sep + then, {"cancel": {"by": who, "when": when, "then": then}}
+        )
+
+    if not host_touched(job.results):
+        return outcome(Status.CANCELLED, "before anything changed on the host")
+    if not can_roll_back(ctx.kind, job.results):
+        kind = ctx.request.get_kind_display().lower()
+        return outcome(
+            Status.CANCELLED,
+            f"a {kind} has no earlier unit to put back: see what the host runs",
+            "; ",
+        )
+    if not ctx.policy.rollback:
+        return outcome(
+            Status.CANCELLED,
+            "rollback is switched off for this profile (as approved): nothing was put back",
+            "; ",
+        )
+    failed = _rollback(job)
+    if failed is None:
+        return outcome(Status.CANCELLED, _put_back(job.results))
+    where, why = failed
+    if where == "restore":
+        return outcome(
+            Status.ROLLBACK_FAILED, f"putting the previous unit back FAILED: {why}", "; "
+        )
+    return outcome(
+        Status.ROLLBACK_FAILED,
+        f"the previous unit was restored but did not become ready: {where}: {why}",
+        "; ",
+    )
+
+
+def _put_back(results: Results) -> str:
+    """What a cancel's rollback left on the host, in the request page's words."""
+    restored = results.latest(Restored)
+    pushed = results.latest(Pushed)
+    if restored is not None and restored.unit_gone:
+        return "the new unit was stopped and removed (the host had none before)"
+    if restored is not None and not restored.restart_previous:
+        return "previous unit restored (it did not run before the job: left stopped)"
+    if pushed is not None and not pushed.result.changed:
+        return "the unit (this job had not changed it) is running and ready again"
+    return (
+        "previous unit restored and ready"
+        if _healthy(results)
+        else "previous unit restored and started"
+    )
+
+
+def _cancelled_by(ctx: JobContext) -> str:
     who = (
         DeployRequest.objects.filter(pk=ctx.request.pk)
         .values_list("cancel_requested_by__username", flat=True)
         .first()
     )
-    return f"cancelled by {who or 'someone'} {when}"
+    return who or "someone"
 
 
 def _lock_step(wait: float | None) -> Step:
@@ -340,6 +419,7 @@ def _take_lock(ctx: JobContext, rec: Recorder, wait: float | None) -> StepResult
     lease.start_renewing()
     if lease.took_over_from:
         rec.log(f"took over the expired lease of {lease.took_over_from}")
+        _interrupt_taken_over(lease, ctx.request.pk)
     rec.log(f"holding the lock as {lease.owner} (lease {lease.duration:g}s, renewed)")
     return StepResult.success(owner=lease.owner, took_over_from=lease.took_over_from)
 
@@ -368,7 +448,16 @@ def _budget_problem(ctx: JobContext, lock_wait: float | None) -> str:
     )
 
 
-def _host_state(job: _Job) -> str:
+def _final_host_state(job: Job) -> str:
+    """What the request's page says the host runs at the end: read back while the job
+    still holds the host; nothing ("") when it lost the host to another job."""
+    if job.ctx.existing_transport is None:
+        return "unchanged: the job never connected to the host"
+    lease = job.ctx.lease
+    return _host_state(job) if lease is not None and not lease.lost else ""
+
+
+def _host_state(job: Job) -> str:
     """What the host runs now, read back: the unit's state and which text its file has."""
     ctx = job.ctx
     transport = ctx.existing_transport
@@ -441,6 +530,7 @@ def _finish(ctx: JobContext, outcome: JobOutcome, host_state: str) -> str:
                     "status": str(outcome.status),
                     "reason": clip_text(outcome.reason, 4000),
                     "host_state": clip_text(host_state, 4000),
+                    **outcome.details,
                     **on_host,
                 },
             )
@@ -462,10 +552,6 @@ def _finish(ctx: JobContext, outcome: JobOutcome, host_state: str) -> str:
 # workers that died
 
 
-def _live_lease(request_id: int, now: datetime) -> bool:
-    return HostLock.objects.filter(request_id=request_id, expires_at__gt=now).exists()
-
-
 def _redelivered(
     request_id: int,
     *,
@@ -475,21 +561,16 @@ def _redelivered(
 ) -> str:
     """A delivery of a request that is not `approved`: usually a duplicate (do nothing).
 
-    If the request is `running` but no live lease names it and it started longer ago
-    than a lock wait plus a lease (its worker died), it is taken over: run again from the
-    start when no step that changes the host had begun, else marked `interrupted`.
+    If the request is `running` but its worker is gone (`deploys.jobs.liveness`: its lease
+    expired, or it waited for the host longer than anyone does), it is taken over: run
+    again from the start when no step that changes the host had begun, else marked
+    `interrupted`.
     """
     now = timezone.now()
     row = DeployRequest.objects.filter(pk=request_id).values("status", "started_at").first()
     if row is None:
         return "missing"
-    cutoff = now - timedelta(seconds=wait_seconds() + lease_seconds())
-    if (
-        row["status"] != Status.RUNNING
-        or row["started_at"] is None
-        or row["started_at"] >= cutoff
-        or _live_lease(request_id, now)
-    ):
+    if row["status"] != Status.RUNNING or not lost_workers().filter(pk=request_id).exists():
         log.info("deploy request #%s not claimed (status %s): nothing to do", request_id, row)
         return str(row["status"])
     touched = (
@@ -558,20 +639,27 @@ def _interrupt(request: DeployRequest, now: datetime, how: str) -> str:
 
 def fail_abandoned_deploys(*, now: datetime | None = None) -> int:
     """Mark `interrupted` the requests a dead worker left `running` (django-q's timeout,
-    an OOM kill, a reboot): claimed longer ago than the lock wait plus one lease, and no
-    live lease on their host names them. A job that is alive renews its lease, so it is
-    never touched; the next request for the host takes the expired lease over as usual."""
-    now = now or timezone.now()
-    cutoff = now - timedelta(seconds=wait_seconds() + lease_seconds())
-    alive = HostLock.objects.filter(request=OuterRef("pk"), expires_at__gt=now)
-    stale = DeployRequest.objects.filter(status=Status.RUNNING, started_at__lt=cutoff).exclude(
-        Exists(alive)
-    )
+    an OOM kill, a reboot): those `deploys.jobs.liveness.lost_workers` finds, as soon as
+    their lease has expired (on the database clock; `now`: as of that instant). A job
+    that is alive renews its lease, so it is never touched; the next request for the
+    host takes the expired lease over as usual."""
+    when = now or timezone.now()
     count = 0
-    for request in stale.select_related("host", "profile_version__profile"):
-        if _interrupt(request, now, "no live lease on the host") == Status.INTERRUPTED:
+    for request in lost_workers(now).select_related("host", "profile_version__profile"):
+        if _interrupt(request, when, "no live lease on the host") == Status.INTERRUPTED:
             count += 1
     return count
+
+
+def _interrupt_taken_over(lease: HostLease, own: int) -> None:
+    """The job whose expired lease this one took over is gone: say so at once rather than
+    at the next housekeeping run."""
+    previous = lease.took_over_request
+    if previous is None or previous == own:
+        return
+    request = DeployRequest.objects.filter(pk=previous, status=Status.RUNNING).first()
+    if request is not None:
+        _interrupt(request, timezone.now(), "the next job for the host took its expired lease over")
 
 
 # --------------------------------------------------------------------------------------
@@ -609,4 +697,4 @@ def run_probe(
     return facts
 
 
-__all__ = ["LOCK_STEP", "run_deploy", "run_probe"]
+__all__ = ["LOCK_STEP", "Job", "JobOutcome", "cancel_and_put_back", "run_deploy", "run_probe"]

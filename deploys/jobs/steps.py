@@ -30,6 +30,7 @@ from django.db import transaction
 from audit.models import AuditKind
 from audit.services import record
 from deploys.approvals import approval_problems
+from deploys.existing_units import ExistingUnit, existing_unit
 from deploys.jobs.context import JobContext
 from deploys.jobs.recorder import Recorder
 from deploys.jobs.results import Preflighted, Pushed
@@ -176,8 +177,16 @@ def preflight(ctx: JobContext, rec: Recorder) -> StepResult:
             f"{request.host_unit_sha256 or 'absent'}); request a new deploy to see the diff",
             live_sha256=live_sha,
         )
-    # Deny list and foreign units (issue 9), against the file as it is now.
-    foreign = overwrite_problems(host=ctx.host, unit_name=request.unit_name, current=live)
+    # Deny list and foreign units, against the host as it is now: the file, and every other
+    # file systemd loads under the name (a vendor unit or a drop-in that appeared since the
+    # request needs an adoption, as it would have then).
+    try:
+        existing = _loaded_now(ctx, rec)
+    except TransportError as exc:
+        return StepResult.failed(f"cannot ask systemd on {ctx.host.name}: {_error(exc)}")
+    foreign = overwrite_problems(
+        host=ctx.host, unit_name=request.unit_name, current=live, existing=existing
+    )
     if foreign:
         return StepResult.void("; ".join(foreign), live_sha256=live_sha)
     state = rec.read(
@@ -194,6 +203,20 @@ def preflight(ctx: JobContext, rec: Recorder) -> StepResult:
         lint=lint.as_json() if lint else None,
         was_active=was_active,
     )
+
+
+def _loaded_now(ctx: JobContext, rec: Recorder) -> ExistingUnit | None:
+    """What systemd loads under the unit's name now (`deploys.existing_units`), its files
+    recorded by path and sha256; None for a removal, which writes nothing that a vendor
+    unit or a drop-in would combine with."""
+    if ctx.kind == DeployRequest.Kind.REMOVE:
+        return None
+    existing = existing_unit(ctx.transport, ctx.request.unit_name)
+    rec.read(
+        "loaded_from",
+        [{"path": f.path, "kind": f.kind, "sha256": f.sha256} for f in existing.files],
+    )
+    return existing
 
 
 def _unit_profile_data(ctx: JobContext) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Units systemd already loads from elsewhere (deploys/existing_units.py): a request for a
 name that exists anywhere systemd loads units from (a vendor unit in /lib/systemd/system,
-drop-ins) needs an admin's adoption, and the request page shows those files. On the real
-test host: its logrotate.service lives in /lib/systemd/system."""
+drop-ins) needs an admin's adoption, the request page shows those files, and the job's
+preflight asks systemd again. On the real test host: its logrotate.service lives in
+/lib/systemd/system."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from django.test import Client
 from django.urls import reverse
 
 from deploys.existing_units import _in_unit_directory, existing_unit
-from deploys.models import DeployRequest, Host
+from deploys.jobs import queue, runner
+from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.deploy_requests import deploy_request_create
 from deploys.services.unit_adoptions import unit_adopt
 from tests.deploys.conftest import transport_for
-from tests.deploys.helpers import make_host, make_users, unique
+from tests.deploys.helpers import approved_request, make_host, make_users, unique
 from tests.testhost.host import TestHost
 from tests.units.factories import baseline
 from units.models import ProfileVersion
@@ -130,3 +132,47 @@ def test_only_files_named_after_the_unit_in_systemds_directories_are_read(
     path: str, readable: bool
 ) -> None:
     assert _in_unit_directory(path, "x.service") == readable
+
+
+@pytest.mark.testhost
+@pytest.mark.parametrize(
+    ("appeared", "kind"),
+    [
+        ("/etc/systemd/system/{unit}.d/override.conf", "drop-in"),
+        ("/usr/local/lib/systemd/system/{unit}", "unit file"),
+    ],
+)
+def test_a_unit_file_or_drop_in_that_appears_after_the_approval_fails_preflight(
+    testhost: TestHost,
+    transactional_db: None,
+    monkeypatch: pytest.MonkeyPatch,
+    appeared: str,
+    kind: str,
+) -> None:
+    """Between the request and the job someone adds a file systemd loads under the name:
+    the job's preflight asks systemd again and refuses, as the request would have."""
+    monkeypatch.setattr(queue, "async_task", lambda *args, **kwargs: None)
+    olga, adam = make_users()
+    site = make_host(testhost)
+    name = unique("vllm-late")
+    request = approved_request(site, olga, adam, name=name)
+    path = appeared.format(unit=f"{name}.service")
+    testhost.nsenter(["mkdir", "-p", path.rsplit("/", 1)[0]])
+    testhost.write_file(path, "[Service]\nEnvironment=CUDA_VISIBLE_DEVICES=7\n")
+    try:
+        assert runner.run_deploy(request.pk) == DeployRequest.Status.VOID
+    finally:
+        testhost.nsenter(["rm", "-rf", path if kind == "unit file" else path.rsplit("/", 1)[0]])
+        unit = f"/etc/systemd/system/{name}.service"  # only if the job went on (a bug)
+        testhost.nsenter(["sh", "-c", f"systemctl stop {name}.service; rm -f {unit} {unit}.*"])
+        testhost.systemctl("daemon-reload")
+    request.refresh_from_db()
+    assert request.status_reason.startswith(
+        f"preflight: systemd on {site.name} already loads {name}.service from {path} ({kind}), "
+        "which specadmin did not write"
+    ), request.status_reason
+    assert [s.name for s in JobStep.objects.filter(request=request, status="failed")] == [
+        "preflight"
+    ]
+    on_host = testhost.nsenter(["test", "-e", f"/etc/systemd/system/{name}.service"])
+    assert on_host.returncode != 0, "nothing was pushed"

@@ -203,8 +203,14 @@ def test_approved_request_is_pushed_reloaded_and_backed_up(
         r["s"] >= 0 and r["at"] > 0 for r in push_step.commands["records"]
     )
     preflight_step = JobStep.objects.get(request=request, name="preflight")
+    # The file, then the same file as the fragment systemd loads for the name (preflight
+    # asks systemd what it loads: deploys.existing_units).
     assert [r["argv"] for r in preflight_step.commands["records"] if r["kind"] == "read"] == [
-        [path]
+        [path],
+        [path],
+    ]
+    assert preflight_step.reads["loaded_from"] == [
+        {"path": path, "kind": "unit file", "sha256": sha256_hex(old.encode())}
     ]
     reload_step = JobStep.objects.get(request=request, name="daemon_reload")
     assert "inside push_unit" in reload_step.log

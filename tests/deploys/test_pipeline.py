@@ -363,15 +363,19 @@ def test_a_crash_late_in_the_load_is_reported_when_it_happens(
     assert "rollback is switched off for this profile" in request.status_reason
 
 
-def test_cancel_during_the_readiness_wait_stops_at_once_and_says_what_runs(
+def test_cancel_during_the_readiness_wait_puts_production_back_and_it_answers(
     gpuhost: TestHost, site: Host, pair: Any
 ) -> None:
-    slow = double_profile(
+    """Production (v1) runs; v2 loads slowly; a cancel during v2's readiness wait stops
+    v2, puts v1's unit back, starts it and waits until it answers — no second approval."""
+    first = deploy(site, pair, double_profile(deploy_journal_check_sec=1))
+    assert first.status == "succeeded", first.status_reason
+    request = new_version(
+        first,
+        pair,
         environment={"VLLM_DOUBLE_LOAD_S": "120"},
-        deploy_journal_check_sec=1,
         deploy_ready_timeout_sec=300,
     )
-    request = approved_request(site, *pair, data=slow)
     thread, result = in_thread(lambda: runner.run_deploy(request.pk))
     assert wait_for(lambda: running_step(request, "readiness"), timeout=60)
     # While it waits, the job page's progress says how long and where the load is.
@@ -379,15 +383,25 @@ def test_cancel_during_the_readiness_wait_stops_at_once_and_says_what_runs(
     assert "Loading model /models/double-model" in progress["message"], progress
     assert progress["elapsed_s"] >= 0
     deploy_job_cancel(request=request, user=pair[1])
-    thread.join(60)
-    # Seen by the wait itself: a cancel seen only at the next step boundary would say
-    # "during benchmark", after the 120 s load.
+    thread.join(120)
+    # Seen by the wait itself: a cancel seen only at the next step boundary would come
+    # after the 120 s load.
     assert result == ["cancelled"]
     request.refresh_from_db()
-    assert request.status_reason.startswith(f"cancelled by {pair[1]} during readiness")
-    assert "active (running); its file is the requested unit" in request.host_state
+    assert request.status_reason == (
+        f"cancelled by {pair[1]} during readiness, previous unit restored and ready"
+    ), request.status_reason
+    assert request.host_state.endswith(
+        "active (running), answering /health; its file is the unit it had before this job"
+    ), request.host_state
+    on_host = gpuhost.nsenter(["cat", f"{UNIT_DIR}/{request.unit_name}.service"]).stdout
+    assert on_host == first.unit_text
+    assert unit_state(gpuhost, request)["ActiveState"] == "active"
+    port = first.profile_version.data["port"]
+    health = gpuhost.nsenter(["curl", "-sf", f"http://127.0.0.1:{port}/health"])
+    assert health.returncode == 0, "production answers again"
     assert [n for n, s in steps(request) if s == "skipped"] == ["benchmark"]
-    assert not steps(request, "rollback"), "a cancel does not roll back"
+    assert steps(request, "rollback") == [(n, "succeeded") for n in ROLLBACK_STEPS]
     kinds = AuditEvent.objects.filter(object_id=str(request.pk)).values_list("kind", flat=True)
     assert {"deploy.cancel_requested", "deploy.cancelled"} <= set(kinds)
 

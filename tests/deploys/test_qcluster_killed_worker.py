@@ -2,7 +2,9 @@
 
 The job is waiting for its model to load (readiness) when its whole cluster gets SIGKILL:
 no `finally` runs. Then: the request is still `running` and its host lease still held;
-once the lease has expired, the housekeeping schedule marks it `interrupted` with its last
+right after the lease has expired the job page says "worker lost" (derived from the lease
+on the database clock, deploys/jobs/liveness.py), and within one period of the
+housekeeping schedule, run by a fresh cluster, the request is `interrupted` with its last
 completed step; a second delivery of the same task (what django-q2 does after `retry`)
 does not re-run the half-done restart; a new request for the host runs (taking the
 expired lease over), and nothing is missing from the audit history.
@@ -11,6 +13,7 @@ expired lease over), and nothing is missing from the audit history.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -23,6 +26,8 @@ from tests.deploys.qcluster_support import Setup, manage, python
 from tests.testhost.host import TestHost
 
 pytestmark = [pytest.mark.qcluster, pytest.mark.testhost]
+
+log = logging.getLogger(__name__)
 
 LEASE_S = 4
 WAIT_S = 6
@@ -63,12 +68,26 @@ print(json.dumps({
 }))
 """
 
-SWEEP = """
-import json, django
+JOB_PAGE = """
+import json, sys, django
 django.setup()
-from deploys.jobs.runner import fail_abandoned_deploys
-print(json.dumps(fail_abandoned_deploys()))
+from django.contrib.auth import get_user_model
+from django.db.models.functions import Now
+from django.test import Client
+from django.urls import reverse
+from deploys.locks import HostLock
+pk = int(sys.argv[1])
+expired = HostLock.objects.filter(request_id=pk, expires_at__lt=Now()).exists()
+client = Client(HTTP_HOST="localhost")
+client.force_login(get_user_model().objects.get(pk=int(sys.argv[2])))
+page = client.get(reverse("deploys:request_job", args=[pk]))
+print(json.dumps({"expired": expired, "status": page.status_code, "html": page.content.decode()}))
 """
+# The housekeeping schedule's period (deploys/migrations/0014_…), and how often django-q2's
+# scheduler looks at the schedules (django_q/cluster.py: "once a minute (or so)", every
+# 30 s of its guard loop).
+HOUSEKEEPING_S = 60
+SCHEDULER_CYCLE_S = 30
 
 REDELIVER_AND_RERUN = """
 import json, sys, django
@@ -121,19 +140,33 @@ def test_a_worker_killed_mid_job_is_interrupted_and_nothing_reruns_blindly(
     held = state()
     assert held["status"] == "running" and held["lock_request"] == pk, held
     assert held["lock_owner"], held
-    time.sleep(LEASE_S + WAIT_S + 1)  # the lease expires; the job is now overdue
-    swept = python(env, SWEEP)
+    [cluster2] = start_clusters(setup, 1)  # its scheduler runs the housekeeping
+
+    def job_page() -> dict:
+        return python(env, JOB_PAGE, str(pk), str(made["users"][0]))
+
+    wait_until(lambda: job_page()["expired"], LEASE_S + 10, "the lease to expire")
+    page = job_page()  # right after the expiry: read from the lease, nothing swept yet
+    assert page["status"] == 200
+    assert '<span class="tag status-lost" id="status">Worker lost</span>' in page["html"]
+    assert "The worker running this job stopped: its lease on" in page["html"]
+    expired_at = time.monotonic()
+    wait_until(
+        lambda: state()["status"] == "interrupted",
+        HOUSEKEEPING_S + SCHEDULER_CYCLE_S + 15,
+        "the housekeeping schedule to mark the job interrupted",
+    )
     after = state()
-    assert swept == 1, after
-    assert after["status"] == "interrupted"
+    log.info("interrupted %.0f s after the lease expired", time.monotonic() - expired_at)
     assert after["last_step"] == "journal_check"
     assert "last completed step: journal_check, in progress: readiness" in after["reason"]
+    assert "no live lease on the host" in after["reason"]
     assert ["readiness", "failed"] in after["steps"], "no step is left 'running' forever"
+    assert "Interrupted (the worker stopped)" in job_page()["html"]
 
     steps_before = len(after["steps"])
     users = made["users"]
     rerun = python(env, REDELIVER_AND_RERUN, str(pk), str(users[0]), str(users[1]))
-    [cluster2] = start_clusters(setup, 1)
     wait_until(lambda: setup.count_unfinished() == 0, 240, "the new request to finish")
     assert cluster2.poll() is None
 

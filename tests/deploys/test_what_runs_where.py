@@ -6,9 +6,8 @@ profile page, the *Roll back to* choices and the last audit event that says what
 there name exactly the profile version(s) whose text is on the host, which this machine
 models itself (and checks against the file actually on the host).
 
-A cancelled job's outcome is not modelled: whatever cancel does (leave the new unit, or
-put the previous one back), the model takes the file the host really has, and only asks
-that it is one of the two.
+A cancelled job puts back what ran before (the test profiles roll back): the file is
+the one the host had before the job.
 
 Fast run: the real runner and the real preflight / push / daemon-reload / restore /
 remove steps against an in-memory unit directory (`tests.doubles.unit_host`), with the
@@ -181,7 +180,7 @@ class WhatRunsWhere(RuleBasedStateMachine):
         new_sha = sha256_hex(new)
         if fault == "cancel":
             assert status == Status.CANCELLED, (status, request.status_reason)
-            assert actual in (before, new), "a cancel left a third text on the host"
+            assert actual == before, "a cancel puts back what ran before"
             if cancel_at not in BEFORE_PUSH:
                 self.written[unit].add(new_sha)
                 if actual is not None:  # the new text, or the previous one put back

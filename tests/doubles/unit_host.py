@@ -162,7 +162,12 @@ class Script:
 class _ServiceDoubles:
     """The doubled service steps of one script; each job takes the script's fault once.
     Each double keeps the real step's name, needs, result type and guards (the rollback's
-    "left stopped" and "unit removed" skips), so the pipeline's data flow is the real one."""
+    "left stopped" and "unit removed" skips), so the pipeline's data flow is the real one.
+
+    A scripted cancel is asked for while the step named `cancel_at` runs, whichever step
+    that is: a step that waits (`WAITS`) returns early, as the real one does when it sees
+    the cancel; any other (a real one too: preflight, push, daemon-reload) runs to its end,
+    and the runner sees the cancel at the next step boundary."""
 
     def __init__(self, script: Script) -> None:
         self.script = script
@@ -171,15 +176,15 @@ class _ServiceDoubles:
         self.cancel_at = ""
 
     def step(self, real: Step) -> Step:
-        body = getattr(self, real.name)
+        body = getattr(self, real.name, None)
 
         def run(ctx: JobContext, rec: Recorder, *needs: object) -> StepResult:
             if self.job != ctx.request.pk:
                 self.job = ctx.request.pk
                 self.fault, self.cancel_at = self.script.take()
-            if self._cancelled_here(ctx, real.name):
+            if self._cancelled_here(ctx, real.name) and real.name in WAITS:
                 return StepResult.cancelled(f"cancelled during {real.name}")
-            result: StepResult = body(ctx, rec)
+            result: StepResult = body(ctx, rec) if body else real.run(ctx, rec, *needs)
             return result
 
         run.__name__ = real.name
@@ -228,6 +233,8 @@ class _ServiceDoubles:
         return StepResult.skipped("no baseline on this host yet")
 
 
+# The service steps whose real versions wait and return early on a cancel.
+WAITS = frozenset({"gpu_clean", "journal_check", "readiness", "benchmark"})
 SERVICE_STEPS = (
     "vllm_check",
     "stop",
@@ -241,9 +248,9 @@ SERVICE_STEPS = (
 
 def service_step_doubles(script: Script) -> Callable[[Step], Step]:
     """Replaces a service step (`deploys.jobs.pipelines` names) by its double; any other
-    step is returned as it is."""
+    step runs as it is (where the script may ask for a cancel while it runs)."""
     doubles = _ServiceDoubles(script)
-    return lambda real: doubles.step(real) if real.name in SERVICE_STEPS else real
+    return doubles.step
 
 
 def with_doubles(steps: Iterable[Step], doubles: Callable[[Step], Step]) -> tuple[Step, ...]:
@@ -253,6 +260,7 @@ def with_doubles(steps: Iterable[Step], doubles: Callable[[Step], Step]) -> tupl
 
 __all__ = [
     "SERVICE_STEPS",
+    "WAITS",
     "Script",
     "UnitHost",
     "UnitHostTransport",
