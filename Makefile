@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test test-postgres test-suites test-suites-postgres test-slow testhost-257 fresh-check lint format deps debian-deps migrate bench clean
+.PHONY: vendor-static run test test-postgres test-suites test-suites-postgres test-slow testhost-257 fresh-check lint format deps debian-deps migrate bench clean
 
 # Debian packages first: pystemd builds against libsystemd-dev (order-only, so a
 # warm machine's stamp stays valid).
@@ -17,10 +17,14 @@ $(STAMP): requirements.txt pyproject.toml | debian-deps
 	$(BIN)/pip install -q --no-deps -e .
 	touch $(STAMP)
 
-deps: debian-deps $(STAMP)
+deps: debian-deps $(STAMP) vendor-static
 
 debian-deps:
 	./scripts/install-debian-packages.sh
+
+# The pinned front-end packages (Chart.js) into static/vendor/ (static/vendor/packages.txt).
+vendor-static:
+	./scripts/vendor-static.sh
 
 migrate: deps
 	$(BIN)/python manage.py migrate --noinput

@@ -44,6 +44,8 @@ LABELS: tuple[tuple[str, str, str], ...] = (
     ("pipeline", "journal_check_s", "Journal watched after the start (s)"),
     ("pipeline", "ready_timeout_s", "Readiness wait (s)"),
     ("benchmark", "repeats", "Benchmark repeats"),
+    ("benchmark", "noisy_budget_s", "Benchmark: more repeats while not sure, at most (s)"),
+    ("benchmark", "client_on_host", "Benchmark client runs on the host (else the worker)"),
     ("benchmark", "endpoint", "Benchmark endpoint"),
     ("benchmark", "prompts", "Benchmark prompts"),
     ("benchmark", "concurrency", "Benchmark concurrency"),

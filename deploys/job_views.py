@@ -34,6 +34,7 @@ from deploys.services.unit_requests import (
     restart_request_create,
     rollback_request_create,
 )
+from deploys.step_notes import step_notes
 from specadmin.access import requires
 from units.masking import MASK, PUBLIC_ENVIRONMENT, can_see_secrets, mask_args, mask_line, mask_text
 
@@ -85,6 +86,7 @@ def job_context(deploy: DeployRequest, user: Any) -> dict[str, Any]:
     if not can_see_secrets(user):
         steps = [_masked(step) for step in steps]
         deploy.status_reason = mask_text(deploy.status_reason)
+    step_notes(deploy, steps)
     main = [s for s in steps if s.phase == JobStep.Phase.MAIN]
     rollback = [s for s in steps if s.phase == JobStep.Phase.ROLLBACK]
     live = deploy.status in LIVE

@@ -25,6 +25,11 @@ class BenchPolicy(models.Model):
     threshold_pct = models.FloatField(default=DEFAULT_THRESHOLD_PCT)
     repeats = models.PositiveSmallIntegerField(default=3)
     rollback_on_regression = models.BooleanField(default=True)
+    # While the gate says noisy, more repeats are measured for at most this long
+    # (servebench.gate.more_repeats); 0: never.
+    noisy_budget_s = models.PositiveIntegerField(default=300)
+    # The client runs on the host as the unit's user (perf.onhost); off: from the worker.
+    client_on_host = models.BooleanField(default=True)
     # servebench.RunSettings for a profile's first measurement; later runs reuse the
     # baseline's settings so that like is compared with like.
     endpoint = models.CharField(max_length=20, default="completions")

@@ -25,6 +25,8 @@ POLICY_FIELDS = (
     "threshold_pct",
     "repeats",
     "rollback_on_regression",
+    "noisy_budget_s",
+    "client_on_host",
     "endpoint",
     "prompts",
     "concurrency",
@@ -82,3 +84,15 @@ def last_deploy(profile: Any, host: Any) -> DeployRequest | None:
         .order_by("-finished_at", "-pk")
         .first()
     )
+
+
+def host_runs(host: Any) -> QuerySet[BenchRun]:
+    """Every run on `host`, of any profile, newest first (the host comparison page)."""
+    return BenchRun.objects.filter(host=host).select_related(
+        "profile", "profile_version", "request", "host"
+    )
+
+
+def hosts_with_runs() -> list[Mapping[str, Any]]:
+    """Every host with at least one run, for the results index."""
+    return list(BenchRun.objects.values("host_id", "host__name").distinct().order_by("host__name"))

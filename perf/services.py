@@ -1,4 +1,8 @@
-"""Writes: record a run, compare it with the baseline, accept a run as the baseline."""
+"""Writes: record a run, compare it with the baseline, accept a run as the baseline;
+and the two judgements a trial composes (docs/benchmarks.md, "For trials"):
+`measure_until_decided` (more repeats while the gate says noisy, within a time budget;
+pure, from servebench.gate, so a GPU script without Django runs the same loop) and
+`check_drift` (a reference measured again against its earlier measurement)."""
 
 from __future__ import annotations
 
@@ -10,9 +14,9 @@ from typing import Any
 from django.db import transaction
 
 from audit.services import record
-from perf.models import Baseline, BenchRun
-from perf.selectors import baseline_for
-from servebench.gate import GateResult, gate
+from perf.models import Baseline, BenchPolicy, BenchRun
+from perf.selectors import POLICY_FIELDS, baseline_for
+from servebench.gate import Decided, Drift, GateResult, drift, gate, measure_until_decided
 from servebench.schema import BenchResult
 
 BASELINE_ACCEPTED = "bench.baseline_accepted"
@@ -135,3 +139,57 @@ def accept_baseline(*, run: BenchRun, actor: Any, reason: str) -> Baseline:
             profile_name=run.profile.name,
         )
     return baseline
+
+
+# -- drift of a reference ------------------------------------------------------------------
+
+
+def check_drift(reference: BenchRun, again: BenchRun, threshold_pct: float) -> Drift:
+    """`again` (the reference measured again, e.g. production at the end of a trial)
+    against `reference` (its earlier measurement): `Drift.drifted` when any gated metric
+    moved, either way, beyond the threshold; `Drift.sentence()` says so in words."""
+    return drift(
+        BenchResult.from_dict(reference.result), BenchResult.from_dict(again.result), threshold_pct
+    )
+
+
+# -- the benchmark settings of a profile ------------------------------------------------------
+
+POLICY_CHANGED = "bench.policy_changed"
+
+
+def save_policy(*, policy: BenchPolicy, actor: Any, before: dict[str, Any]) -> BenchPolicy:
+    """Save a profile's benchmark settings; the history says who changed what, from what to
+    what (the settings are part of every later deploy's approval: deploys.job_settings)."""
+    after = {name: getattr(policy, name) for name in POLICY_FIELDS}
+    changes = {
+        name: {"from": before.get(name), "to": after[name]}
+        for name in POLICY_FIELDS
+        if before.get(name) != after[name]
+    }
+    with transaction.atomic():
+        policy.save()
+        record(
+            kind=POLICY_CHANGED,
+            actor=actor,
+            obj=policy,
+            payload={"profile": policy.profile_id, "changes": changes},
+            profile_name=policy.profile.name,
+        )
+    return policy
+
+
+__all__ = [
+    "BASELINE_ACCEPTED",
+    "POLICY_CHANGED",
+    "REGRESSED",
+    "Decided",
+    "accept_baseline",
+    "check_drift",
+    "compare_with_baseline",
+    "measure_until_decided",
+    "record_regression",
+    "record_run",
+    "save_policy",
+    "settings_key",
+]

@@ -2,33 +2,42 @@
 
 After readiness: measure the new unit with servebench using the baseline's settings (the
 profile's policy for a first measurement), store the run, and gate it against the
-baseline of (profile, host). A server bound to loopback on an SSH host is measured
-through an SSH port forward over the job's connection (perf.reach). Regressed →
-`StepResult.regressed` (the runner rolls back when the policy says so, default on);
-noisy → success with a note; no baseline yet → this run becomes the baseline (audited).
+baseline of (profile, host). On an SSH host the client runs on the host as the unit's
+user (perf.client, perf.onhost); where it cannot, from the worker, through an SSH port
+forward for a server bound to loopback (perf.reach), the reason logged and stored.
+Not sure yet (noisy, or a regression that few repeats could show by chance) → more
+repeats within the policy's budget (perf.services.measure_until_decided);
+regressed → `StepResult.regressed` (the runner rolls back when the policy says so, default
+on); still noisy → success with a note; no baseline yet → this run becomes the baseline
+(audited). The result's `summary` says it in words for the job page's step header.
 An incomplete measurement fails the step without a rollback: nothing says the new unit
 is worse.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from deploys.jobs.benchmark import BenchmarkJob
 from deploys.jobs.recorder import Recorder
 from deploys.jobs.steps import StepResult
-from perf.bench_thread import run_beside_the_job
+from perf.client import Client, benchmark_client
 from perf.models import Baseline, BenchPolicy, BenchRun
-from perf.reach import Endpoint, ServiceUnreachable, measured_endpoint
+from perf.reach import ServiceUnreachable
 from perf.selectors import baseline_for, policy_from_settings
 from perf.services import (
+    Decided,
     accept_baseline,
     compare_with_baseline,
+    measure_until_decided,
     record_regression,
     record_run,
 )
-from servebench.gate import NOISY, REGRESSED
+from servebench.gate import NOISY, REGRESSED, headline, verdict_certainty
+from servebench.names import streams
 from servebench.runner import BenchError, Progress, RunSettings
 from servebench.schema import BenchResult
 
@@ -85,53 +94,80 @@ def benchmark_step(job: BenchmarkJob) -> StepResult:
         return StepResult.skipped("benchmarks are switched off for this profile")
     if job.service is None:
         return StepResult.skipped("the unit runs no vLLM server that could be measured")
+    service = job.service
     try:
-        with measured_endpoint(job.service, ctx.host, lambda: ctx.transport) as endpoint:
-            return _measure(job, policy, endpoint)
+        with benchmark_client(
+            service,
+            ctx.host,
+            lambda: ctx.transport,
+            ctx.request.unit_text,
+            on_host=policy.client_on_host,
+        ) as client:
+            return _measure(job, policy, client)
     except ServiceUnreachable as exc:
         return StepResult.failed(f"benchmark: {exc}")
 
 
-def _measure(job: BenchmarkJob, policy: BenchPolicy, endpoint: Endpoint) -> StepResult:
-    """Run servebench against `endpoint`, store the run, and judge it."""
+def _measure(job: BenchmarkJob, policy: BenchPolicy, client: Client) -> StepResult:
+    """Measure with `client` (more repeats while not sure), store the run, and judge it."""
     assert job.service is not None
     ctx, rec = job.ctx, job.rec
     profile = ctx.request.profile_version.profile
     baseline = baseline_for(profile, ctx.host)
     settings = run_settings(
-        policy, baseline.run.settings if baseline else None, endpoint.url, job.service.api_key
+        policy, baseline.run.settings if baseline else None, client.url, job.service.api_key
     )
-    _log_plan(rec, settings, endpoint, baseline)
+    _log_plan(rec, settings, client, baseline)
+    progress = _progress_reporter(rec)
+    started = time.monotonic()
     try:
-        result = run_beside_the_job(settings, _progress_reporter(rec), ctx.cancel_requested)
+        result = client.measure(settings, progress, ctx.cancel_requested)
     except BenchError as exc:
-        return StepResult.failed(f"benchmark could not start: {exc}")
+        return StepResult.failed(f"benchmark could not start: {exc}", **_where(client))
+    decided = None
+    if baseline is not None and not result.incomplete:
+        decided = measure_until_decided(
+            baseline=BenchResult.from_dict(baseline.run.result),
+            first=result,
+            first_s=time.monotonic() - started,
+            measure=lambda n: client.measure(
+                replace(settings, repeats=n, warmup=0), progress, ctx.cancel_requested
+            ),
+            threshold_pct=policy.threshold_pct,
+            budget_s=float(policy.noisy_budget_s),
+            log=rec.log,
+        )
+        result = decided.result
     run = record_run(
         result=result,
         profile=profile,
         host=ctx.host,
         profile_version=ctx.request.profile_version,
         request=ctx.request,
-        url=endpoint.label,
+        url=client.label,
     )
     rec.log(
         f"measured: {run.output_tok_s or 0:.1f} tok/s, TTFT p50 {run.ttft_p50_ms or 0:.1f} ms, "
         f"TPOT p50 {run.tpot_p50_ms or 0:.2f} ms (run #{run.pk})"
     )
     if result.incomplete:
-        return _incomplete(result, run)
+        return _incomplete(result, run, client)
     if baseline is None:
-        return _first_baseline(job, run)
-    return _judge(rec, run, baseline, policy)
+        return _first_baseline(job, run, client)
+    return _judge(rec, run, baseline, policy, client, decided)
+
+
+def _where(client: Client) -> dict[str, Any]:
+    """Where the client ran, for the step's result (and the fallback's reason)."""
+    return {"client": "host" if client.on_host else "worker", "client_fallback": client.fallback}
 
 
 def _log_plan(
-    rec: Recorder, settings: RunSettings, endpoint: Endpoint, baseline: Baseline | None
+    rec: Recorder, settings: RunSettings, client: Client, baseline: Baseline | None
 ) -> None:
-    where = endpoint.label
-    if endpoint.forwarded:
-        where = where.removesuffix(" (SSH port forward)")
-        where += f" through an SSH port forward ({endpoint.url} in the worker)"
+    if client.fallback:
+        rec.log(f"client in the worker, not on the host: {client.fallback}")
+    where = client.where
     rec.log(
         f"benchmark {where}: concurrency {settings.concurrency}, {settings.num_requests} "
         f"requests × {settings.max_tokens} tokens, {settings.repeats} repeats, prompts "
@@ -150,34 +186,63 @@ def _progress_reporter(rec: Recorder) -> Callable[[Progress], None]:
     return progress
 
 
-def _incomplete(result: BenchResult, run: BenchRun) -> StepResult:
+def _incomplete(result: BenchResult, run: BenchRun, client: Client) -> StepResult:
     """Nothing says the new unit is worse: the step fails without asking for a rollback."""
     errors = "; ".join(f"{n}× {msg}" for lv in result.levels for msg, n in lv.errors.items())
     return StepResult.failed(
         f"benchmark incomplete: {result.error or errors or 'no request completed'}",
         **_figures(run),
+        **_where(client),
     )
 
 
-def _first_baseline(job: BenchmarkJob, run: BenchRun) -> StepResult:
+def _fallback_note(client: Client) -> str:
+    """Said in the step header when the client fell back to the worker."""
+    if client.fallback:
+        return " (measured from the worker: the client could not run on the host)"
+    return ""
+
+
+def _first_baseline(job: BenchmarkJob, run: BenchRun, client: Client) -> StepResult:
     accept_baseline(
         run=run,
         actor=None,
         reason=f"first benchmark of this profile on this host (deploy #{job.ctx.request.pk})",
     )
     job.rec.log(f"run #{run.pk} is the baseline of this profile on this host")
-    return StepResult.success(baseline="set", **_figures(run))
+    first = BenchResult.from_dict(run.result).concurrencies
+    summary = (
+        f"first measurement here: {run.output_tok_s or 0:.1f} tok/s at "
+        f"{streams(first[0] if first else 1)}, now the baseline" + _fallback_note(client)
+    )
+    return StepResult.success(baseline="set", summary=summary, **_figures(run), **_where(client))
 
 
-def _judge(rec: Recorder, run: BenchRun, baseline: Baseline, policy: BenchPolicy) -> StepResult:
+def _judge(
+    rec: Recorder,
+    run: BenchRun,
+    baseline: Baseline,
+    policy: BenchPolicy,
+    client: Client,
+    decided: Decided | None,
+) -> StepResult:
     """The regression gate against the baseline: regressed asks for a rollback (policy)."""
-    figures = _figures(run)
+    figures = _figures(run) | _where(client)
     verdict = compare_with_baseline(run, policy.threshold_pct)
     if verdict is None:  # cannot happen: the baseline exists and is an earlier run
         return StepResult.success(**figures)
     for reason in verdict.reasons:
         rec.log(reason)
-    figures |= {"baseline_run": baseline.run_id, "gate": verdict.verdict}
+    certainty = verdict_certainty(verdict)
+    rec.log(f"how sure: {certainty}")
+    figures |= {
+        "baseline_run": baseline.run_id,
+        "gate": verdict.verdict,
+        "summary": headline(verdict) + _fallback_note(client),
+        "certainty": certainty,
+        "added_repeats": decided.added_repeats if decided else 0,
+        "more_repeats_s": round(decided.spent_s, 1) if decided else 0.0,
+    }
     if verdict.verdict == REGRESSED:
         record_regression(run, verdict, rollback=policy.rollback_on_regression)
         return StepResult.regressed(
@@ -187,5 +252,8 @@ def _judge(rec: Recorder, run: BenchRun, baseline: Baseline, policy: BenchPolicy
             **figures,
         )
     if verdict.verdict == NOISY:
-        rec.log("the repeats spread as widely as the change: not a regression; more repeats needed")
+        rec.log(
+            "the repeats spread as widely as the change: not a regression"
+            + (f"; {decided.stopped}" if decided else "")
+        )
     return StepResult.success(**figures)

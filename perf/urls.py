@@ -10,4 +10,15 @@ urlpatterns = [
     path("", views.results_index, name="index"),
     path("<int:profile_id>/<int:host_id>/", views.results, name="results"),
     path("runs/<int:run_id>/accept/", views.accept, name="accept"),
+    path("hosts/<int:host_id>/", views.host_results, name="host"),
+    path("profiles/<int:profile_id>/settings/", views.policy_edit, name="policy"),
+    path(
+        "hosts/<int:host_id>/export.json",
+        views.host_export,
+        {"fmt": "json"},
+        name="host_export_json",
+    ),
+    path(
+        "hosts/<int:host_id>/export.csv", views.host_export, {"fmt": "csv"}, name="host_export_csv"
+    ),
 ]

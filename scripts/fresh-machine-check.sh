@@ -34,7 +34,10 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 2
 fi
 started=$(date +%s)
-mkdir -p "$cache/apt-archives/partial" "$cache/pip"
+mkdir -p "$cache/apt-archives/partial" "$cache/pip" "$cache/vendor"
+# The front-end packages' tarballs, fetched here with this machine's npm: the root has no
+# npm, and `make deps` inside takes them from this cache (scripts/vendor-static.sh).
+SPECADMIN_VENDOR_CACHE="$cache/vendor" "$repo/scripts/vendor-static.sh" --fetch
 "$repo/scripts/make-debian-root.sh" bookworm "$base" "$packages"
 
 run=$(mktemp -d /var/tmp/specadmin-fresh.XXXXXX)
@@ -137,6 +140,7 @@ echo "fresh-machine check: Debian $(cat "$base/etc/debian_version") root, HEAD $
 systemd-nspawn --quiet --register=no --keep-unit --as-pid2 --console=pipe \
   --machine="$(basename "$run" | tr -c 'a-zA-Z0-9\n' -)" --directory="$root" --chdir=/root/specadmin \
   --bind="$cache/apt-archives:/var/cache/apt/archives" --bind="$cache/pip:/root/.cache/pip" \
+  --bind="$cache/vendor:/root/.cache/specadmin-vendor" \
   "${binds[@]}" "${setenv[@]}" \
   --setenv=FRESH_PG_URL="$pg_url" --setenv=FRESH_REDIS_URL="$redis_url" \
   --setenv=FRESH_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')" \

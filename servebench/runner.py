@@ -19,7 +19,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import aiohttp
@@ -160,7 +160,9 @@ class _Run:
 
     async def execute(self) -> BenchResult:
         s = self.s
-        started_at = datetime.now(UTC).isoformat(timespec="seconds")
+        # timezone.utc, not datetime.UTC: the client also runs under a host's Python 3.10
+        now = datetime.now(timezone.utc)  # noqa: UP017
+        started_at = now.isoformat(timespec="seconds")
         self.model = s.model or await self._first_model()
         try:  # a duration-bound level cycles through 4,096 prompts
             prompts = select_prompts(s.prompts, s.num_requests or 4096, s.seed)

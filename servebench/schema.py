@@ -8,7 +8,8 @@ the raw per-request samples, which keep seconds as measured.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -130,6 +131,20 @@ class BenchResult:
                 level["requests"] = []
         return data
 
+    def with_more_repeats(self, more: BenchResult) -> BenchResult:
+        """This run and `more` (further repeats of the same settings) as one run: the
+        levels of `more` numbered after this run's repeats."""
+        offset = max((lv.repeat for lv in self.levels), default=-1) + 1
+        added = [replace(lv, repeat=lv.repeat + offset) for lv in more.levels]
+        repeats = offset + max((lv.repeat for lv in more.levels), default=-1) + 1
+        return replace(
+            self,
+            levels=[*self.levels, *added],
+            settings=self.settings | {"repeats": repeats},
+            incomplete=self.incomplete or more.incomplete,
+            error=self.error or more.error,
+        )
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BenchResult:
         """Read back what `to_dict` wrote; unknown keys are ignored (newer writers)."""
@@ -154,3 +169,86 @@ def _level_from_dict(data: dict[str, Any]) -> LevelResult:
         RequestRecord(**_known(RequestRecord, r)) for r in data.get("requests") or []
     ]
     return LevelResult(**values)
+
+
+# -- results from elsewhere ------------------------------------------------------------------
+# A result that comes back from a host (the benchmark client run there) is data someone
+# else printed: its shape and every number are checked before anything reads it.
+MAX_LEVELS = 1_000
+MAX_REQUESTS_PER_LEVEL = 100_000
+MAX_ITL_PER_REQUEST = 100_000
+_NUMBERS = {
+    "duration_s",
+    "request_throughput",
+    "output_throughput",
+}
+_COUNTS = {"completed", "failed", "total_input_tokens", "total_output_tokens", "repeat"}
+_DISTRIBUTIONS = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")
+
+
+def validate_result(data: Any) -> BenchResult:
+    """`data` as a BenchResult, or ValueError saying what is wrong and where
+    ("levels[2].ttft_ms.median: expected a finite number, got 'NaN'")."""
+    if not isinstance(data, dict):
+        raise ValueError(f"result: expected an object, got {type(data).__name__}")
+    levels = data.get("levels")
+    if not isinstance(levels, list) or len(levels) > MAX_LEVELS:
+        raise ValueError(f"result.levels: expected a list of at most {MAX_LEVELS:,} levels")
+    for key in ("engine", "started_at", "model", "error"):
+        if not isinstance(data.get(key, ""), str):
+            raise ValueError(f"result.{key}: expected text")
+    if not isinstance(data.get("settings", {}), dict):
+        raise ValueError("result.settings: expected an object")
+    for i, level in enumerate(levels):
+        _check_level(level, f"levels[{i}]")
+    return BenchResult.from_dict(data)
+
+
+def _number(value: Any, where: str, *, whole: bool = False) -> None:
+    kinds = (int,) if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value):
+        what = "a whole number" if whole else "a finite number"
+        raise ValueError(f"{where}: expected {what}, got {str(value)[:40]!r}")
+    if value < 0:
+        raise ValueError(f"{where}: expected no negative value, got {value}")
+
+
+def _check_level(level: Any, where: str) -> None:
+    if not isinstance(level, dict):
+        raise ValueError(f"{where}: expected an object")
+    for key in _NUMBERS:
+        _number(level.get(key), f"{where}.{key}")
+    for key in _COUNTS:
+        _number(level.get(key, 0), f"{where}.{key}", whole=True)
+    concurrency = level.get("concurrency")
+    if concurrency is not None:
+        _number(concurrency, f"{where}.concurrency", whole=True)
+    for name in _DISTRIBUTIONS:
+        dist = level.get(name)
+        if not isinstance(dist, dict):
+            raise ValueError(f"{where}.{name}: expected an object")
+        for key, value in dist.items():
+            _number(value, f"{where}.{name}.{key}", whole=key == "count")
+    errors = level.get("errors", {})
+    if not isinstance(errors, dict) or not all(isinstance(n, int) for n in errors.values()):
+        raise ValueError(f"{where}.errors: expected message → count")
+    _check_requests(level.get("requests", []), f"{where}.requests")
+
+
+def _check_requests(requests: Any, where: str) -> None:
+    if not isinstance(requests, list) or len(requests) > MAX_REQUESTS_PER_LEVEL:
+        raise ValueError(f"{where}: expected a list of at most {MAX_REQUESTS_PER_LEVEL:,}")
+    for i, record in enumerate(requests):
+        if not isinstance(record, dict):
+            raise ValueError(f"{where}[{i}]: expected an object")
+        for key in ("ttft_s", "latency_s", "start_s"):
+            _number(record.get(key, 0.0), f"{where}[{i}].{key}")
+        for key in ("prompt_tokens", "output_tokens"):
+            _number(record.get(key, 0), f"{where}[{i}].{key}", whole=True)
+        itl = record.get("itl_s", [])
+        if not isinstance(itl, list) or len(itl) > MAX_ITL_PER_REQUEST:
+            raise ValueError(
+                f"{where}[{i}].itl_s: expected a list of at most {MAX_ITL_PER_REQUEST:,}"
+            )
+        for j, gap in enumerate(itl):
+            _number(gap, f"{where}[{i}].itl_s[{j}]")

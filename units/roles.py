@@ -27,6 +27,7 @@ _EDIT = (
     "units.add_serviceprofile",
     "units.change_serviceprofile",
     "deploys.add_deployrequest",
+    "perf.change_benchpolicy",
 )
 _HOSTS = (
     "deploys.add_host",

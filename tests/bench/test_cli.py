@@ -43,7 +43,7 @@ def test_json_output_reads_back_as_a_result_and_serves_as_a_baseline(
     out = capsys.readouterr().out
     assert code == 3
     assert "gate: REGRESSED (threshold 5%)" in out
-    assert "output_throughput at concurrency 1 down" in out
+    assert "Output tokens/s at 1 stream down" in out
 
 
 def test_an_incomplete_run_exits_1_and_says_so(

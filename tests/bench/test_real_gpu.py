@@ -66,6 +66,8 @@ def test_the_script_runs_baseline_and_variant_and_writes_the_gate_verdict(tmp_pa
             "16",
             "--repeats",
             "2",
+            "--noisy-budget",
+            "0",
             "--json",
             str(out),
         ]

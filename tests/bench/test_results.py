@@ -93,8 +93,8 @@ def _run(tok_s: list[float], concurrency: int = 1) -> BenchResult:
 def test_the_gate_names_each_regressed_metric_and_level() -> None:
     result = gate(_run([74.0, 74.2]), _run([62.9, 63.0]))
     assert result.verdict == REGRESSED
-    assert any(r.startswith("output_throughput at concurrency 1 down 1") for r in result.reasons)
-    assert any(r.startswith("tpot_p50_ms at concurrency 1 up 1") for r in result.reasons)
+    assert any(r.startswith("Output tokens/s at 1 stream down 1") for r in result.reasons)
+    assert any(r.startswith("TPOT p50 at 1 stream up 1") for r in result.reasons)
     assert gate(_run([74.0]), _run([73.0])).verdict == PASS
     with pytest.raises(ValueError, match="share no concurrency level"):
         gate(_run([74.0], concurrency=1), _run([74.0], concurrency=8))

@@ -41,9 +41,16 @@ def service_at(url: str) -> VllmService:
 
 @pytest.fixture
 def small_policy(profile: ServiceProfile) -> BenchPolicy:  # noqa: F811 (fixture)
-    """Quick measurements: 4 requests × 32 tokens at concurrency 1, 2 repeats."""
+    """Quick measurements: 4 requests × 32 tokens at concurrency 1, 2 repeats, and no more
+    repeats to make a verdict sure (tests/perf/test_more_repeats.py measures those)."""
     return BenchPolicy.objects.create(
-        profile=profile, concurrency=[1], num_requests=4, max_tokens=32, repeats=2, prompts="chat"
+        profile=profile,
+        concurrency=[1],
+        num_requests=4,
+        max_tokens=32,
+        repeats=2,
+        prompts="chat",
+        noisy_budget_s=0,
     )
 
 
@@ -58,8 +65,10 @@ def deploy_ctx(
         request = make_request()
         # the host lives on this machine: the worker reaches its services on loopback (the
         # deploy tests' host has a private address, which nothing here may connect to)
+        # (the worker runs on it: no client is sent to the host)
         request.host.address = "127.0.0.1"
-        request.host.save(update_fields=["address"])
+        request.host.transport = "local"
+        request.host.save(update_fields=["address", "transport"])
         ctx = JobContext.open(request, _no_connection, **kwargs)
         return BenchmarkJob(ctx, Recorder(), service_at(url))
 

@@ -91,7 +91,10 @@ def job(
     site: Host, make_request: Callable[..., DeployRequest], small_policy: BenchPolicy
 ) -> Iterator[Callable[[int], BenchmarkJob]]:
     """`job(port)`: the benchmark step's context for a deploy to the test host whose
-    server listens on 127.0.0.1:port, connected with the job's real SSH transport."""
+    server listens on 127.0.0.1:port, connected with the job's real SSH transport; the
+    policy measures from the worker (tests/perf/test_onhost.py: the client on the host)."""
+    small_policy.client_on_host = False
+    small_policy.save()
     made: list[BenchmarkJob] = []
 
     def make(port: int) -> BenchmarkJob:

@@ -58,6 +58,9 @@ def test_the_ngram_variant_15_percent_slower_than_the_74_tok_s_baseline_regresse
     make_request: Callable[..., DeployRequest],
     small_policy: BenchPolicy,
 ) -> None:
+    small_policy.client_on_host = False  # measured from here: the step opens no connection
+    small_policy.save()
+
     def ctx() -> BenchmarkJob:
         request = make_request()
         request.host.address = "127.0.0.1"  # the test host shares this machine's loopback
@@ -76,7 +79,7 @@ def test_the_ngram_variant_15_percent_slower_than_the_74_tok_s_baseline_regresse
         testhost.ssh(["systemctl", "stop", "vllm-seed.service"])
     assert second.outcome == Outcome.REGRESSED, second.reason
     assert second.rollback is True
-    assert "output_throughput at concurrency 1 down 1" in second.reason
+    assert "Output tokens/s at 1 stream down 1" in second.reason
     run = BenchRun.objects.get(pk=second.data["bench_run"])
     # 1 of 3 draft tokens accepted per step (the double's default: N // 2): chunks of 2
     # tokens at 74 × 0.85 tok/s; the last step carries one token (TPOT from the schedule)

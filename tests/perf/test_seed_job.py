@@ -4,7 +4,7 @@ The seed measured 74 tok/s single stream, switched on n-gram speculative decodin
 found it slower, by hand, after the fact. Here: a baseline profile is deployed through the
 real deploy job (runner: request, approval, push, GPU-clean restart, journal check,
 readiness, benchmark) on a real systemd + sshd test host running the vLLM double at 74
-tok/s per stream, bound to loopback (measured through the SSH port forward); its first
+tok/s per stream, bound to loopback (measured by the client on the host); its first
 benchmark becomes the baseline. Then the n-gram variant (`--speculative-config '{"method":
 "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4}'`), which the double serves
 15% slower (VLLM_DOUBLE_SPEC_SPEED_FACTOR=0.85: the seed measured 9–26%), is deployed:
@@ -138,13 +138,14 @@ def test_the_seeds_ngram_variant_regresses_and_the_job_puts_the_74_tok_s_baselin
     )
     unit = f"{baseline.unit_name}.service"
 
-    # 1. the baseline: deployed, measured through the SSH port forward, accepted
+    # 1. the baseline: deployed, measured by the client on the host, accepted
     baseline = run(baseline)
     assert baseline.status == "succeeded", baseline.status_reason
     bench = step(baseline, "benchmark")
     assert (bench.status, bench.result["baseline"]) == ("succeeded", "set"), bench.log
-    assert "through an SSH port forward" in bench.log
-    assert [c["kind"] for c in bench.commands["records"]].count("forward") == 1
+    assert f"with the client on {site.name} as " in bench.log
+    assert bench.result["client"] == "host"
+    assert [c["kind"] for c in bench.commands["records"]].count("forward") == 0
     first_run = BenchRun.objects.get(pk=bench.result["bench_run"])
     assert Baseline.objects.get(profile=profile, host=site).run == first_run
     assert AuditEvent.objects.get(kind=BASELINE_ACCEPTED).payload["run"] == first_run.pk
@@ -163,7 +164,7 @@ def test_the_seeds_ngram_variant_regresses_and_the_job_puts_the_74_tok_s_baselin
     assert gate.result["baseline_run"] == first_run.pk
     assert variant.status_reason.startswith(
         f"benchmark: slower than baseline run #{first_run.pk} (threshold 5%): "
-        "output_throughput at concurrency 1 down 1"
+        "Output tokens/s at 1 stream down 1"
     ), variant.status_reason
     rollback = JobStep.objects.filter(request=variant, phase="rollback").order_by("pk")
     assert [(s.name, s.status) for s in rollback] == [
@@ -186,13 +187,13 @@ def test_the_seeds_ngram_variant_regresses_and_the_job_puts_the_74_tok_s_baselin
     regressed = AuditEvent.objects.get(kind=REGRESSED)
     assert regressed.payload["request"] == variant.pk and regressed.payload["rollback"] is True
     assert regressed.payload["baseline_run"] == first_run.pk
-    down = [r for r in regressed.payload["reasons"] if r.startswith("output_throughput")]
+    down = [r for r in regressed.payload["reasons"] if r.startswith("Output tokens/s")]
     assert down and "(" in down[0] and "→" in down[0], regressed.payload["reasons"]
     failed = AuditEvent.objects.get(
         kind=AuditKind.JOB_STEP_FAILED, payload__request=variant.pk, payload__step="benchmark"
     )
     assert failed.payload["outcome"] == "regressed"
-    assert "output_throughput at concurrency 1 down" in failed.payload["reason"]
+    assert "Output tokens/s at 1 stream down" in failed.payload["reason"]
     assert AuditEvent.objects.filter(
         kind=AuditKind.DEPLOY_ROLLED_BACK, object_id=str(variant.pk)
     ).exists()
@@ -290,14 +291,14 @@ def test_through_real_workers_the_ngram_variant_is_rolled_back_to_the_accepted_b
     assert variant["bench"]["outcome"] == "regressed"
     assert variant["reason"].startswith(
         f"benchmark: slower than baseline run #{baseline['baseline_run']} (threshold 5%): "
-        "output_throughput at concurrency 1 down 1"
+        "Output tokens/s at 1 stream down 1"
     ), variant["reason"]
     assert variant["rollback"] == [
         [name, "succeeded"]
         for name in ("restore", "stop", "gpu_clean", "start", "journal_check", "readiness")
     ]
     assert variant["regressed"]["baseline_run"] == baseline["baseline_run"]
-    assert any(r.startswith("output_throughput") for r in variant["regressed"]["reasons"])
+    assert any(r.startswith("Output tokens/s") for r in variant["regressed"]["reasons"])
     assert variant["baseline_run"] == baseline["baseline_run"], "the baseline stays"
 
     unit = variant["unit"]

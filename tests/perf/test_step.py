@@ -72,8 +72,8 @@ def test_the_seeds_ngram_variant_15_percent_slower_is_a_regression_that_asks_for
     result = hook.benchmark(deploy_ctx(vllm_double(*NGRAM_15_SLOWER)))
     assert result.outcome == Outcome.REGRESSED
     assert result.rollback is True
-    assert "output_throughput at concurrency 1 down 1" in result.reason
-    assert "tpot_p50_ms at concurrency 1 up 1" in result.reason
+    assert "Output tokens/s at 1 stream down 1" in result.reason
+    assert "TPOT p50 at 1 stream up 1" in result.reason
     run = BenchRun.objects.get(pk=result.data["bench_run"])
     assert run.verdict == BenchRun.Verdict.REGRESSED
     assert run.baseline_run_id == result.data["baseline_run"]
@@ -84,9 +84,7 @@ def test_the_seeds_ngram_variant_15_percent_slower_is_a_regression_that_asks_for
     event = AuditEvent.objects.get(kind=REGRESSED)
     assert event.payload["run"] == run.pk and event.payload["rollback"] is True
     assert event.payload["request"] == run.request_id
-    assert any(
-        r.startswith("output_throughput at concurrency 1 down") for r in event.payload["reasons"]
-    )
+    assert any(r.startswith("Output tokens/s at 1 stream down") for r in event.payload["reasons"])
 
 
 def test_a_profile_without_automatic_rollback_still_ends_regressed_but_keeps_the_unit(
