@@ -1,4 +1,4 @@
-""""Compare these versions on host H": the newest run of each chosen profile version on the
+""" "Compare these versions on host H": the newest run of each chosen profile version on the
 host against a reference run (by default the first version's baseline there), with the
 trial results' building block (perf.trial_results, templates/perf/_comparison.html) and its
 JSON / CSV export. A trial's page renders the same include with its own runs."""

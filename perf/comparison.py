@@ -81,9 +81,7 @@ def _per_position(repeats: Sequence[LevelResult]) -> tuple[float, ...]:
     """Per draft position, the median over the repeats that report it."""
     rates = [lv.spec_decode.per_position_acceptance_rates for lv in repeats if lv.spec_decode]
     width = max((len(r) for r in rates), default=0)
-    return tuple(
-        statistics.median([r[pos] for r in rates if len(r) > pos]) for pos in range(width)
-    )
+    return tuple(statistics.median([r[pos] for r in rates if len(r) > pos]) for pos in range(width))
 
 
 def run_label(run: BenchRun) -> str:

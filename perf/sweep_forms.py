@@ -75,9 +75,7 @@ class SweepForm(forms.Form):
         self.profile = profile
         version_field = self.fields["version"]
         assert isinstance(version_field, forms.ModelChoiceField)
-        version_field.queryset = ProfileVersion.objects.filter(profile=profile).order_by(
-            "-number"
-        )
+        version_field.queryset = ProfileVersion.objects.filter(profile=profile).order_by("-number")
         version_field.label_from_instance = lambda v: f"v{v.number}: {v.comment or '—'}"[:120]
         methods = self.fields["methods"]
         assert isinstance(methods, forms.MultipleChoiceField)

@@ -169,7 +169,9 @@ def compare_on_host(
     )
 
 
-def newest_runs(host: Any, versions: Sequence[ProfileVersion]) -> tuple[list[BenchRun], list[ProfileVersion]]:
+def newest_runs(
+    host: Any, versions: Sequence[ProfileVersion]
+) -> tuple[list[BenchRun], list[ProfileVersion]]:
     """The newest run of each version on `host` (in the versions' order), and the versions
     that have none there."""
     runs, missing = [], []

@@ -135,7 +135,9 @@ def parse_flags(text: str) -> tuple[FlagAxis, ...]:
             values = (words[0].split("=", 1)[1], *values)
         where = f"Other flags, line {number}"
         if not _FLAG.match(flag):
-            raise SweepError(f"{where}: “{flag}” is not a vLLM flag (write e.g. --max-num-seqs 32, 64).")
+            raise SweepError(
+                f"{where}: “{flag}” is not a vLLM flag (write e.g. --max-num-seqs 32, 64)."
+            )
         if not values:
             raise SweepError(f"{where}: {flag} has no values to try.")
         if DEST_FIELDS.get(_dest(flag)) == "spec_method":
@@ -265,7 +267,9 @@ def build_sweep(
     base_text = render_unit(base)
     seen: dict[str, int] = {}
     points: list[SweepPoint] = []
-    spec_points = [p for m in dict.fromkeys(grid.methods) for p in _method_points(grid, m, accepted)]
+    spec_points = [
+        p for m in dict.fromkeys(grid.methods) for p in _method_points(grid, m, accepted)
+    ]
     flag_combos = itertools.product(*([(a.flag, v) for v in a.values] for a in grid.flags))
     for spec, combo in itertools.product(spec_points, list(flag_combos)):
         flags = dict(combo)
