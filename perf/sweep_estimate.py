@@ -55,12 +55,15 @@ class SweepEstimate:
         if total is None:
             missing = [
                 what
-                for what, value in (("a load time", self.load_s), ("a benchmark", self.bench_s))
+                for what, value in (
+                    ("no earlier load", self.load_s),
+                    ("no benchmark of production", self.bench_s),
+                )
                 if value is None
             ]
             return (
-                f"{self.points} variant{'s' if self.points != 1 else ''}; no estimate: the host "
-                f"has no {' or '.join(missing)} to go by yet."
+                f"{self.points} variant{'s' if self.points != 1 else ''}; no estimate yet: "
+                f"{' and '.join(missing)} on this host to go by."
             )
         return (
             f"{self.points} variant{'s' if self.points != 1 else ''} × "
@@ -93,11 +96,11 @@ def reference_run(profile: Any, host: Any) -> BenchRun | None:
 
 def sweep_estimate(*, host: Any, profile: Any, points: int) -> SweepEstimate:
     """The estimate for `points` variants of `profile` on `host`."""
-    load = last_load(host.pk, unit_name=profile.unit_name)
+    load = last_load(host.pk, unit_name=profile.name)
     if load is None:
         load_s, load_from = None, "no earlier load on this host"
     else:
-        which = "this unit" if load.unit_name == profile.unit_name else load.unit_name
+        which = "this unit" if load.unit_name == profile.name else load.unit_name
         load_s, load_from = load.seconds, f"the last load of {which} here (#{load.request_id})"
     ref = reference_run(profile, host)
     bench_s = bench_seconds(ref) if ref is not None else None

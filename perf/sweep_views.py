@@ -6,6 +6,7 @@ a clone (audited) and sends them as a trial where the installation has trials
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -21,7 +22,7 @@ from perf.sweep_estimate import sweep_estimate
 from perf.sweep_forms import SweepForm
 from perf.sweep_trial import send_as_trial, trial_service
 from specadmin.access import MissingPermission, requires
-from units.models import ServiceProfile
+from units.models import ProfileVersion, ServiceProfile
 from units.selectors import profile_latest_version
 from units.sweep_services import sweep_create_candidates
 from units.sweeps import DEFAULT_MAX_POINTS, SweepError, SweepPlan, build_sweep
@@ -92,6 +93,7 @@ def sweep(request: HttpRequest, profile_id: int) -> HttpResponse:
         created = _create(request, form, plan)
         if created is not None:
             return created
+        plan = None  # the candidates were not created: the form says why
     status = 200 if plan is not None else 400
     return render(request, "perf/sweep.html", context, status=status)
 
@@ -122,15 +124,19 @@ def _create(request: HttpRequest, form: SweepForm, plan: SweepPlan) -> HttpRespo
             f"on {host.name}; a second person approves it.",
         )
         return redirect("deploys:request_detail", pk=trial.pk)
-    compare = reverse("perf:compare_versions", args=[host.pk])
-    query = "&".join(f"version={v.pk}" for v in [version, *versions])
     messages.success(
         request,
-        f"Created {len(versions)} candidates: {clone.name} {numbers}. Deploy them to "
-        f"{host.name} one by one from the host page; their benchmarks then show on "
-        f"{compare}?{query}.",
+        f"Created {len(versions)} candidates: {clone.name} {numbers}. Deploy each to "
+        f"{host.name}; this page then compares their benchmarks with production's.",
     )
-    return redirect("deploys:host_detail", pk=host.pk)
+    return redirect(compare_url(host, [version, *versions]))
+
+
+def compare_url(host: Any, versions: Sequence[ProfileVersion]) -> str:
+    """ "Compare these versions on host H": the sweep's start first (its baseline is the
+    reference), then the candidates."""
+    query = "&".join(f"version={v.pk}" for v in versions)
+    return f"{reverse('perf:compare_versions', args=[host.pk])}?{query}"
 
 
 __all__ = ["max_points", "sweep"]
