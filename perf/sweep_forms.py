@@ -9,22 +9,13 @@ from typing import Any
 from django import forms
 
 from deploys.models import Host
-from linting.vllm.catalog import available_versions, load_catalog
 from units.models import ProfileVersion, ServiceProfile
 from units.names import validate_unit_name
-from units.speculative import method_shape
-from units.sweeps import NO_SPECULATION, Grid, SweepError, parse_flags, parse_numbers
+from units.sweeps import Grid, SweepError, method_choices, parse_flags, parse_numbers
 
 
-def method_choices() -> list[tuple[str, str]]:
-    """Every method a profile can describe in any known release, newest release's order;
-    whether the chosen host's release accepts it is checked per point."""
-    seen: dict[str, None] = {}
-    for version in reversed(available_versions()):
-        for method in load_catalog(version).speculative_config.methods_accepted:
-            if method_shape(method) is not None:
-                seen.setdefault(method)
-    return [(NO_SPECULATION, "no speculative decoding"), *((m, m) for m in seen)]
+def _version_label(obj: ProfileVersion) -> str:
+    return f"v{obj.number}: {obj.comment or '—'}"[:120]
 
 
 class SweepForm(forms.Form):
@@ -76,14 +67,14 @@ class SweepForm(forms.Form):
         version_field = self.fields["version"]
         assert isinstance(version_field, forms.ModelChoiceField)
         version_field.queryset = ProfileVersion.objects.filter(profile=profile).order_by("-number")
-        version_field.label_from_instance = lambda v: f"v{v.number}: {v.comment or '—'}"[:120]
+        version_field.label_from_instance = _version_label  # type: ignore[method-assign]
         methods = self.fields["methods"]
         assert isinstance(methods, forms.MultipleChoiceField)
         methods.choices = method_choices()
 
     def _numbers(self, name: str) -> tuple[int, ...]:
         try:
-            return parse_numbers(self.cleaned_data.get(name) or "", self.fields[name].label or name)
+            return parse_numbers(self.cleaned_data.get(name) or "", str(self.fields[name].label))
         except SweepError as exc:
             raise forms.ValidationError(str(exc)) from None
 
@@ -123,4 +114,4 @@ class SweepForm(forms.Form):
         )
 
 
-__all__ = ["SweepForm", "method_choices"]
+__all__ = ["SweepForm"]

@@ -4,7 +4,8 @@ trial runs is an ordinary, immutable, audited version with its authors recorded.
 
 from __future__ import annotations
 
-from django.contrib.auth.base_user import AbstractBaseUser
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -18,7 +19,7 @@ def sweep_create_candidates(
     version: ProfileVersion,
     plan: SweepPlan,
     clone_name: str,
-    created_by: AbstractBaseUser | None,
+    created_by: Any,
 ) -> tuple[ServiceProfile, list[ProfileVersion]]:
     """Clone `version`'s profile as `clone_name` and save each accepted point of `plan` as
     its next version, in the plan's order; all or nothing. ValidationError (the clone's

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from linting.vllm.catalog import available_versions, load_catalog
 from units.profile_data import normalize_profile_data
 from units.rendering import render_unit
 from units.schema import DEST_FIELDS, FIELDS
@@ -290,9 +291,16 @@ def build_sweep(
     return SweepPlan(version, points, max_points)
 
 
-def methods_for(vllm_version: str) -> list[str]:
-    """The speculative methods a sweep offers for a release (its catalog's, in order)."""
-    return spec_methods(vllm_version)
+def method_choices() -> list[tuple[str, str]]:
+    """Every method a profile can describe in any known release, in the newest release's
+    order, after "no speculative decoding"; whether the chosen host's release accepts one
+    is checked per point."""
+    seen: dict[str, None] = {}
+    for version in reversed(available_versions()):
+        for method in load_catalog(version).speculative_config.methods_accepted:
+            if method_shape(method) is not None:
+                seen.setdefault(method)
+    return [(NO_SPECULATION, "no speculative decoding"), *((m, m) for m in seen)]
 
 
 __all__ = [
@@ -305,7 +313,7 @@ __all__ = [
     "SweepPoint",
     "build_sweep",
     "grid_size",
-    "methods_for",
+    "method_choices",
     "parse_flags",
     "parse_numbers",
 ]
