@@ -71,7 +71,12 @@ def sweep(request: HttpRequest, profile_id: int) -> HttpResponse:
         "prompt_lookup_max": "4",
         "clone_name": _default_name(profile),
     }
-    form = SweepForm(request.POST or None, profile=profile, initial=initial)
+    data = None
+    if request.method == "POST":
+        data = request.POST.copy()
+        if "clone_name" not in data:  # the field appears with the points: offer the default
+            data["clone_name"] = initial["clone_name"]
+    form = SweepForm(data, profile=profile, initial=initial)
     context: dict[str, Any] = {
         "profile": profile,
         "form": form,

@@ -294,11 +294,12 @@ def build_sweep(
 def method_choices() -> list[tuple[str, str]]:
     """Every method a profile can describe in any known release, in the newest release's
     order, after "no speculative decoding"; whether the chosen host's release accepts one
-    is checked per point."""
+    is checked per point. The per-model MTP aliases (`deepseek_mtp`, …) are left out:
+    vLLM maps them to `mtp`, which is offered."""
     seen: dict[str, None] = {}
     for version in reversed(available_versions()):
         for method in load_catalog(version).speculative_config.methods_accepted:
-            if method_shape(method) is not None:
+            if method_shape(method) is not None and not method.endswith("_mtp"):
                 seen.setdefault(method)
     return [(NO_SPECULATION, "no speculative decoding"), *((m, m) for m in seen)]
 

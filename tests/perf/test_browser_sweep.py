@@ -63,6 +63,7 @@ def test_an_operator_checks_a_sweep_and_creates_its_candidates(
         expect(page.locator(".estimate")).to_contain_text("4 variants; no estimate yet")
         shot(page, f"sweep-02-points-{width}")
         assert overflow(page) is None, overflow(page)
+    expect(page.locator("#id_clone_name")).to_have_value(f"{profile.name}-sweep1")
     page.fill("#id_clone_name", "kimi-sweep1")
     page.click("text=Create candidates")
     expect(page.locator("h1")).to_contain_text("Versions compared on")

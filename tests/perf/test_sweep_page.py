@@ -51,6 +51,7 @@ def test_the_sweep_form_offers_the_methods_and_says_the_bound(
     assert response.status_code == 200
     for method in ("ngram", "suffix", "eagle3", "draft_model", "mtp"):
         assert f'value="{method}"' in page
+    assert 'value="deepseek_mtp"' not in page  # aliases of mtp, which is offered
     assert "At most 16 points per sweep" in page
 
 
