@@ -11,6 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from deploys.models import DeployRequest, Host, JobStep
+from perf import sweep_trial
 from perf.services import accept_baseline
 from perf.sweep_estimate import duration, sweep_estimate
 from tests.deploys.helpers import People
@@ -180,3 +181,39 @@ def test_the_estimate_adds_the_last_load_and_the_reference_benchmark_per_variant
     assert f"the reference run #{run.pk}" in estimate.bench_from
     assert estimate.words().startswith("3 variants × (40 s load + ")
     assert duration(3725) == "1 h 2 min" and duration(200) == "3 min 20 s"
+
+
+def test_where_trials_exist_the_candidates_go_as_one_trial_request_in_order(
+    people: People,
+    profile: ServiceProfile,
+    version: ProfileVersion,
+    host: Host,
+    make_request: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    request = make_request()  # stands for the trial request the service would make
+    calls: list[dict[str, Any]] = []
+
+    def trial_request_create(**kwargs: Any) -> DeployRequest:
+        calls.append(kwargs)
+        return request
+
+    monkeypatch.setattr(sweep_trial, "trial_service", lambda: trial_request_create)
+    url = reverse("perf:sweep", args=[profile.pk])
+    client = _client(people.olga)
+    response = client.post(url, _form(version, host, action="create"))
+    assert response.status_code == 302
+    assert response["Location"] == reverse("deploys:request_detail", args=[request.pk])
+    (call,) = calls
+    assert call["host"] == host and call["requested_by"] == people.olga
+    assert [v.number for v in call["candidates"]] == [2, 3]
+    assert {v.profile.name for v in call["candidates"]} == {"kimi-sweep1"}
+
+
+def test_without_the_trial_service_nothing_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sweep_trial, "TRIALS_MODULE", "deploys.services.no_trials_here")
+    assert sweep_trial.trial_service() is None
+    assert sweep_trial.send_as_trial(host=None, versions=[], requested_by=None) is None
+    # a module without the function is no trial service either
+    monkeypatch.setattr(sweep_trial, "TRIALS_MODULE", "deploys.services.hosts")
+    assert sweep_trial.trial_service() is None
