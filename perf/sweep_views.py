@@ -64,18 +64,19 @@ def _default_name(profile: ServiceProfile) -> str:
 def sweep(request: HttpRequest, profile_id: int) -> HttpResponse:
     profile = get_object_or_404(ServiceProfile, pk=row_id(profile_id) or 0)
     latest = profile_latest_version(profile=profile)
+    default_name = _default_name(profile)
     initial = {
         "version": latest.pk if latest else None,
         "methods": ["ngram"],
         "num_speculative_tokens": "3, 5",
         "prompt_lookup_max": "4",
-        "clone_name": _default_name(profile),
+        "clone_name": default_name,
     }
     data = None
     if request.method == "POST":
         data = request.POST.copy()
         if "clone_name" not in data:  # the field appears with the points: offer the default
-            data["clone_name"] = initial["clone_name"]
+            data["clone_name"] = default_name
     form = SweepForm(data, profile=profile, initial=initial)
     context: dict[str, Any] = {
         "profile": profile,

@@ -24,6 +24,7 @@ from perf.selectors import baseline_for, policy_for
 from servebench.gate import NOISY, REGRESSED
 from servebench.names import METRIC_NAMES
 from units.models import ProfileVersion
+from units.selectors import profile_latest_version
 
 # Columns of the table per level, in the names a person reads (servebench.names).
 TABLE_FIGURES = (
@@ -62,6 +63,13 @@ class HostComparison:
     reference_name: str
     missing: list[ProfileVersion] = field(default_factory=list)  # versions without a run
     charts: list[charts.Chart] = field(default_factory=list)
+
+    @property
+    def missing_rows(self) -> list[tuple[ProfileVersion, bool]]:
+        """Each unmeasured version, and whether an ordinary deploy may take it (only a
+        profile's latest version is deployable; the others go through a trial)."""
+        latest = {v.profile_id: profile_latest_version(profile=v.profile) for v in self.missing}
+        return [(v, latest[v.profile_id] == v) for v in self.missing]
 
     @property
     def rows(self) -> list[Candidate]:

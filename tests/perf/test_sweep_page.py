@@ -132,6 +132,10 @@ def test_create_candidates_saves_versions_of_a_clone_and_opens_their_comparison(
     page = client.get(response["Location"]).content.decode()
     assert "Not measured on gpu-a yet" in page
     assert "kimi-sweep1 v2" in page and "kimi-sweep1 v3" in page
+    # only the clone's latest version can go through an ordinary deploy
+    clone_v3 = clone.versions.get(number=3)
+    assert page.count("deploy</a>") == 2  # production's v1 and the clone's v3
+    assert f"profile_version={clone_v3.pk}&amp;host={host.pk}" in page
     assert "Created 2 candidates: kimi-sweep1 v2, v3." in page
     # no trial service on this installation: nothing was requested
     assert not DeployRequest.objects.exists()
