@@ -35,6 +35,9 @@ class LevelFigures:
     concurrency: int | None
     repeats: int
     figures: dict[str, float | None]
+    # Speculative decoding: the acceptance rate at each draft position (0-1, median over
+    # repeats); empty without a speculative config.
+    per_position: tuple[float, ...] = ()
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -68,9 +71,17 @@ def level_figures(result: BenchResult) -> list[LevelFigures]:
                 concurrency=concurrency,
                 repeats=len(repeats),
                 figures={name: _median([r[name] for r in read]) for name in FIGURES},
+                per_position=_per_position(repeats),
             )
         )
     return rows
+
+
+def _per_position(repeats: Sequence[LevelResult]) -> tuple[float, ...]:
+    """Per draft position, the median over the repeats that report it."""
+    rates = [lv.spec_decode.per_position_acceptance_rates for lv in repeats if lv.spec_decode]
+    width = max((len(r) for r in rates), default=0)
+    return tuple(statistics.median([r[pos] for r in rates if len(r) > pos]) for pos in range(width))
 
 
 def run_label(run: BenchRun) -> str:

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from perf import views
+from perf import compare_views, sweep_views, views
 
 app_name = "perf"
 
@@ -12,6 +12,20 @@ urlpatterns = [
     path("runs/<int:run_id>/accept/", views.accept, name="accept"),
     path("hosts/<int:host_id>/", views.host_results, name="host"),
     path("profiles/<int:profile_id>/settings/", views.policy_edit, name="policy"),
+    path("hosts/<int:host_id>/versions/", compare_views.compare_versions, name="compare_versions"),
+    path(
+        "hosts/<int:host_id>/versions/export.json",
+        compare_views.compare_versions_export,
+        {"fmt": "json"},
+        name="compare_versions_json",
+    ),
+    path(
+        "hosts/<int:host_id>/versions/export.csv",
+        compare_views.compare_versions_export,
+        {"fmt": "csv"},
+        name="compare_versions_csv",
+    ),
+    path("profiles/<int:profile_id>/sweep/", sweep_views.sweep, name="sweep"),
     path(
         "hosts/<int:host_id>/export.json",
         views.host_export,

@@ -8,6 +8,7 @@ from tests.doubles.vllm_double_schedule import (
     Chunk,
     accepted_tokens_per_step,
     plan_chunks,
+    speculative_speedup,
     step_interval_s,
     true_timings,
 )
@@ -24,15 +25,43 @@ def test_a_configured_rate_gives_that_many_tokens_per_second_per_stream(rate: fl
 
 
 def test_with_spec_decoding_a_step_emits_the_accepted_tokens_plus_the_bonus_token() -> None:
-    assert accepted_tokens_per_step(4, None) == 2
     assert accepted_tokens_per_step(4, 9) == 4
-    itl = step_interval_s(itl_ms=10, tokens_per_s=60, num_speculative_tokens=4, accepted_per_step=2)
-    assert itl == pytest.approx(3 / 60)
+    itl = step_interval_s(itl_ms=10, tokens_per_s=60, num_speculative_tokens=4, draft_overhead=0.25)
+    assert itl == pytest.approx(2 / 60)  # 4 draft tokens at 25% each: a step twice as long
     chunks = plan_chunks(10, ttft_s=0.05, itl_s=itl, num_speculative_tokens=4, accepted_per_step=2)
     assert [c.tokens for c in chunks] == [1, 3, 3, 3]
     truth = true_timings(chunks)
-    assert truth.tpot_s == pytest.approx(1 / 60)
+    assert truth.tpot_s == pytest.approx(2 / 60 / 3)
     assert truth.chunks == 4
+
+
+def test_by_default_few_draft_tokens_are_accepted_and_each_costs_step_time() -> None:
+    assert accepted_tokens_per_step(5, None) == pytest.approx(0.3)  # 6% of 5
+    chunks = plan_chunks(31, ttft_s=0, itl_s=1, num_speculative_tokens=5)
+    # 0.3 accepted per step, spread evenly: 3 of every 10 steps carry a second token
+    assert [c.accepted for c in chunks[1:11]] == [0, 0, 0, 1, 0, 0, 1, 0, 0, 1]
+    long = plan_chunks(3001, ttft_s=0, itl_s=1, num_speculative_tokens=5)
+    assert sum(c.accepted for c in long) / sum(c.draft_tokens for c in long) == (
+        pytest.approx(0.06, abs=0.001)
+    )
+
+
+@pytest.mark.parametrize(("k", "slower_pct"), [(3, 9.2), (5, 13.3), (8, 17.8)])
+def test_by_default_ngram_is_slower_than_no_speculation_as_the_seed_found(
+    k: int, slower_pct: float
+) -> None:
+    """The seed measured n-gram 9-26% slower on reasoning output."""
+    plain = step_interval_s(itl_ms=10, tokens_per_s=0, num_speculative_tokens=0)
+    spec = step_interval_s(itl_ms=10, tokens_per_s=0, num_speculative_tokens=k)
+    chunks = plan_chunks(1001, ttft_s=0, itl_s=spec, num_speculative_tokens=k)
+    speed = (1001 - 1) / (chunks[-1].at_s - chunks[0].at_s)
+    assert (1 - speed * plain) * 100 == pytest.approx(slower_pct, abs=0.3)
+    assert (1 - speculative_speedup(k)) * 100 == pytest.approx(slower_pct, abs=0.1)
+
+
+def test_a_high_acceptance_makes_speculation_pay_off() -> None:
+    assert speculative_speedup(4, 3) == pytest.approx(4 / 1.4)
+    assert speculative_speedup(4, acceptance_rate=0.75, draft_overhead=0.05) > 2
 
 
 def test_the_spec_speed_factor_slows_only_servers_with_a_speculative_config() -> None:
@@ -43,8 +72,8 @@ def test_the_spec_speed_factor_slows_only_servers_with_a_speculative_config() ->
         itl_ms=10,
         tokens_per_s=74,
         num_speculative_tokens=3,
-        accepted_per_step=0,
         spec_speed_factor=0.85,
+        draft_overhead=0,
     )
     assert plain == pytest.approx(1 / 74)
     assert 1 / spec == pytest.approx(74 * 0.85)

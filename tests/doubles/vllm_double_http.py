@@ -22,6 +22,8 @@ from typing import Any
 from .vllm_double_config import STREAM_FAULTS, DoubleConfig
 from .vllm_double_log import log
 from .vllm_double_schedule import (
+    DEFAULT_ACCEPTANCE_RATE,
+    DEFAULT_DRAFT_OVERHEAD,
     Chunk,
     count_prompt_tokens,
     plan_chunks,
@@ -283,11 +285,12 @@ class Handler(BaseHTTPRequestHandler):
                 itl_ms=st.cfg.itl_ms,
                 tokens_per_s=st.cfg.tokens_per_s,
                 num_speculative_tokens=st.num_spec_tokens,
-                accepted_per_step=st.cfg.accepted_per_step,
                 spec_speed_factor=st.cfg.spec_speed_factor,
+                draft_overhead=st.cfg.draft_overhead,
             ),
             num_speculative_tokens=st.num_spec_tokens,
             accepted_per_step=st.cfg.accepted_per_step,
+            acceptance_rate=st.cfg.acceptance_rate,
         )
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         created = int(time.time())
@@ -514,7 +517,9 @@ def api_main(argv: list[str] | None = None) -> int:
     p.add_argument("--itl-ms", type=float, default=10.0)
     p.add_argument("--tokens-per-s", type=float, default=0.0)
     p.add_argument("--num-spec-tokens", type=int, default=0)
-    p.add_argument("--accepted-per-step", type=int)
+    p.add_argument("--accepted-per-step", type=float, help="mean draft tokens accepted per step")
+    p.add_argument("--acceptance-rate", type=float, default=DEFAULT_ACCEPTANCE_RATE)
+    p.add_argument("--draft-overhead", type=float, default=DEFAULT_DRAFT_OVERHEAD)
     p.add_argument("--spec-speed-factor", type=float, default=1.0)
     p.add_argument("--stream-fault", default="", choices=STREAM_FAULTS)
     p.add_argument("--stream-fault-after", type=int, default=0)
@@ -526,6 +531,8 @@ def api_main(argv: list[str] | None = None) -> int:
         itl_ms=args.itl_ms,
         tokens_per_s=args.tokens_per_s,
         accepted_per_step=args.accepted_per_step,
+        acceptance_rate=args.acceptance_rate,
+        draft_overhead=args.draft_overhead,
         spec_speed_factor=args.spec_speed_factor,
         stream_fault=args.stream_fault,
         stream_fault_after=args.stream_fault_after,

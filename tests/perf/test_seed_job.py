@@ -56,11 +56,14 @@ from units.services import profile_create, profile_update
 pytestmark = pytest.mark.testhost
 
 # The double's speed (tests/doubles/vllm_double_config.py): 74 tok/s per stream after a
-# 60 ms first token; 0.85 of that with any speculative config.
+# 60 ms first token; exactly 0.85 of that with any speculative config (no draft token
+# accepted, no step overhead: the factor alone).
 SEED_SPEED = {
     "VLLM_DOUBLE_TOKENS_PER_S": "74",
     "VLLM_DOUBLE_TTFT_MS": "60",
     "VLLM_DOUBLE_SPEC_SPEED_FACTOR": "0.85",
+    "VLLM_DOUBLE_ACCEPTED_PER_STEP": "0",
+    "VLLM_DOUBLE_DRAFT_OVERHEAD": "0",
 }
 # The seed's n-gram variant (units/management/commands/loaddemo.py NGRAM_CHANGES).
 NGRAM = {"spec_method": "ngram", "spec_num_tokens": 5, "spec_prompt_lookup_max": 4}

@@ -33,6 +33,8 @@ NGRAM_15_SLOWER = (
     "0",
     "--spec-speed-factor",
     "0.85",
+    "--draft-overhead",
+    "0",
 )
 
 

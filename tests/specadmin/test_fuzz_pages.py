@@ -206,6 +206,8 @@ PAGES: dict[str, Callable[[dict[str, Any]], str]] = {
     "clone profile": lambda s: f"/profiles/{s['profile'].pk}/clone/",
     "versions": lambda s: f"/profiles/{s['profile'].pk}/versions/",
     "version": lambda s: f"/profiles/{s['profile'].pk}/versions/1/",
+    "sweep": lambda s: f"/benchmarks/profiles/{s['profile'].pk}/sweep/",
+    "versions on a host": lambda s: f"/benchmarks/hosts/{s['host'].pk}/versions/?version=1",
     "history": lambda s: "/history/",
     "hosts": lambda s: "/deploys/hosts/",
     "new host": lambda s: "/deploys/hosts/new/",

@@ -9,7 +9,10 @@ Every run says plainly that the demo account is for the demo only.
 
 The profiles are the seed's Kimi-K2.5 INT4 baseline and the n-gram variant that was cloned
 beside it (so the baseline stayed available as the fallback). Existing rows are left
-unchanged: running it again never adds versions or overwrites an operator's edits.
+unchanged: running it again never adds versions or overwrites an operator's edits. On the
+throwaway test host the vLLM double makes the variant slower than the baseline, as the
+seed measured it (n-gram k=5 about 13% at 1 stream; docs/sweeps.md): a sweep or trial of
+the demo ends "slower".
 """
 
 from __future__ import annotations
