@@ -36,46 +36,60 @@ def _page(request: HttpRequest, **forms: Any) -> HttpResponse:
     return render(request, "notify/settings.html", context, status=status)
 
 
+def _save_email(request: HttpRequest) -> HttpResponse | None:
+    form = EmailEventsForm(request.POST)
+    if not form.is_valid():
+        return _page(request, email_form=form)
+    services.set_email_events(user=request.user, events=form.cleaned_data["events"])
+    messages.success(request, "Your e-mail settings are saved.")
+    return None
+
+
+def _add_webhook(request: HttpRequest) -> HttpResponse | None:
+    user = request.user
+    form = WebhookForm(request.POST, may_follow_hosts=user.has_perm(services.VIEW_HOST))
+    if not form.is_valid():
+        return _page(request, webhook_form=form)
+    try:
+        services.webhook_add(
+            owner=user,
+            url=form.cleaned_data["url"],
+            slack=form.cleaned_data["slack"],
+            events=form.cleaned_data["events"],
+            host=form.cleaned_data.get("host"),
+        )
+    except ValidationError as exc:
+        for field, errors in exc.message_dict.items():
+            for error in errors:
+                form.add_error(field if field in form.fields else None, error)
+        return _page(request, webhook_form=form)
+    messages.success(request, "The webhook is added.")
+    return None
+
+
+def _save_mutes(request: HttpRequest) -> HttpResponse | None:
+    form = MuteForm(request.POST)
+    if not form.is_valid():
+        return _page(request, mute_form=form)
+    services.set_muted_hosts(user=request.user, hosts=form.cleaned_data["hosts"])
+    messages.success(request, "Your muted hosts are saved.")
+    return None
+
+
+_FORMS = {"email": _save_email, "webhook": _add_webhook, "mute": _save_mutes}
+
+
 @login_required
 def settings_page(request: HttpRequest) -> HttpResponse:
-    """GET: the page; POST: one of its three forms (`form` says which)."""
+    """GET: the page; POST: one of its three forms (`form` says which). A form with errors
+    is shown again with them (400); a saved one redirects back."""
     if request.method != "POST":
         return _page(request)
-    which = request.POST.get("form", "")
-    user = request.user
-    if which == "email":
-        email_form = EmailEventsForm(request.POST)
-        if not email_form.is_valid():
-            return _page(request, email_form=email_form)
-        services.set_email_events(user=user, events=email_form.cleaned_data["events"])
-        messages.success(request, "Your e-mail settings are saved.")
-    elif which == "webhook":
-        form = WebhookForm(request.POST, may_follow_hosts=user.has_perm(services.VIEW_HOST))
-        if not form.is_valid():
-            return _page(request, webhook_form=form)
-        try:
-            services.webhook_add(
-                owner=user,
-                url=form.cleaned_data["url"],
-                slack=form.cleaned_data["slack"],
-                events=form.cleaned_data["events"],
-                host=form.cleaned_data.get("host"),
-            )
-        except ValidationError as exc:
-            for field, errors in exc.message_dict.items():
-                for error in errors:
-                    form.add_error(field if field in form.fields else None, error)
-            return _page(request, webhook_form=form)
-        messages.success(request, "The webhook is added.")
-    elif which == "mute":
-        mute_form = MuteForm(request.POST)
-        if not mute_form.is_valid():
-            return _page(request, mute_form=mute_form)
-        services.set_muted_hosts(user=user, hosts=mute_form.cleaned_data["hosts"])
-        messages.success(request, "Your muted hosts are saved.")
-    else:
+    save = _FORMS.get(request.POST.get("form", ""))
+    if save is None:
         messages.error(request, "Nothing was saved: the form sent was not one of this page's.")
-    return redirect("notify:settings")
+        return redirect("notify:settings")
+    return save(request) or redirect("notify:settings")
 
 
 @login_required

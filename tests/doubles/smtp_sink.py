@@ -2,8 +2,9 @@
 MAIL, RCPT, DATA, RSET, NOOP, QUIT), keeping each message it accepts.
 
 aiosmtpd is not among the project's packages, and Python 3.12 removed smtpd, so this is a
-small socketserver one. `answer` makes it refuse mail (e.g. 451, a temporary failure);
-`hang` makes it accept connections and never greet (a mail server that stopped answering).
+small socketserver one. `answer` makes it refuse mail (e.g. "451 try again later", a
+temporary failure); `hang` makes it accept connections and never greet (a mail server that
+stopped answering).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import email
 import socketserver
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.message import Message
 
 
@@ -22,71 +23,85 @@ class Received:
     message: Message
 
 
+@dataclass
+class _Session:
+    sender: str = ""
+    recipients: list[str] = field(default_factory=list)
+
+
+def _address(line: str) -> str:
+    return line.split(":", 1)[1].strip().split(" ", 1)[0].strip("<>")
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    server: _Server
+
+    def reply(self, line: str) -> None:
+        self.wfile.write(line.encode("ascii") + b"\r\n")
+
+    def handle(self) -> None:
+        sink = self.server.sink
+        if sink.hang.is_set():
+            sink.release.wait(30)
+            return
+        self.reply("220 sink ESMTP")
+        session = _Session()
+        while True:
+            raw = self.rfile.readline(8192)
+            if not raw:
+                return
+            line = raw.decode("ascii", "replace").rstrip("\r\n")
+            verb = line.split(" ", 1)[0].upper()
+            if verb == "QUIT":
+                self.reply("221 bye")
+                return
+            self.command(verb, line, session)
+
+    def command(self, verb: str, line: str, session: _Session) -> None:
+        sink = self.server.sink
+        if verb == "EHLO":
+            self.reply("250-sink")
+            self.reply("250 8BITMIME")
+        elif verb in ("HELO", "NOOP", "RSET"):
+            self.reply("250 OK")
+        elif verb == "MAIL":
+            session.sender = _address(line)
+            self.reply(sink.answer or "250 OK")
+        elif verb == "RCPT":
+            session.recipients.append(_address(line))
+            self.reply("250 OK")
+        elif verb == "DATA":
+            self.reply("354 end with <CRLF>.<CRLF>")
+            sink.messages.append(Received(session.sender, session.recipients, self.data()))
+            session.recipients = []
+            self.reply("250 OK queued")
+        else:
+            self.reply("502 not implemented")
+
+    def data(self) -> Message:
+        lines = []
+        while True:
+            raw = self.rfile.readline(65536)
+            if raw in (b".\r\n", b".\n", b""):
+                break
+            lines.append(raw[1:] if raw.startswith(b"..") else raw)
+        return email.message_from_bytes(b"".join(lines))
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    sink: SmtpSink
+
+
 class SmtpSink:
     def __init__(self) -> None:
         self.messages: list[Received] = []
-        self.answer = ""  # e.g. "451 try again later": the answer to MAIL, instead of 250
+        self.answer = ""
         self.hang = threading.Event()  # set: greet no one
         self.release = threading.Event()
-        sink = self
-
-        class Handler(socketserver.StreamRequestHandler):
-            def reply(self, line: str) -> None:
-                self.wfile.write(line.encode("ascii") + b"\r\n")
-
-            def handle(self) -> None:
-                if sink.hang.is_set():
-                    sink.release.wait(30)
-                    return
-                self.reply("220 sink ESMTP")
-                sender, recipients = "", []
-                while True:
-                    raw = self.rfile.readline(8192)
-                    if not raw:
-                        return
-                    line = raw.decode("ascii", "replace").rstrip("\r\n")
-                    verb = line.split(" ", 1)[0].upper()
-                    if verb == "EHLO":
-                        self.reply("250-sink")
-                        self.reply("250 8BITMIME")
-                    elif verb == "HELO" or verb in ("NOOP", "RSET"):
-                        sender, recipients = ("", []) if verb == "RSET" else (sender, recipients)
-                        self.reply("250 OK")
-                    elif verb == "MAIL":
-                        if sink.answer:
-                            self.reply(sink.answer)
-                            continue
-                        sender = line.split(":", 1)[1].strip().strip("<>").split(">")[0]
-                        self.reply("250 OK")
-                    elif verb == "RCPT":
-                        recipients.append(line.split(":", 1)[1].strip().strip("<>"))
-                        self.reply("250 OK")
-                    elif verb == "DATA":
-                        self.reply("354 end with <CRLF>.<CRLF>")
-                        self.data(sender, recipients)
-                        sender, recipients = "", []
-                        self.reply("250 OK queued")
-                    elif verb == "QUIT":
-                        self.reply("221 bye")
-                        return
-                    else:
-                        self.reply("502 not implemented")
-
-            def data(self, sender: str, recipients: list[str]) -> None:
-                lines = []
-                while True:
-                    raw = self.rfile.readline(65536)
-                    if raw in (b".\r\n", b".\n", b""):
-                        break
-                    lines.append(raw[1:] if raw.startswith(b"..") else raw)
-                parsed = email.message_from_bytes(b"".join(lines))
-                sink.messages.append(Received(sender, list(recipients), parsed))
-
-        class Server(socketserver.ThreadingTCPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        self.server = Server(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), _Handler)
+        self.server.sink = self
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property

@@ -24,6 +24,7 @@ class Post:
 class WebhookReceiver:
     def __init__(self) -> None:
         self.status = 200
+        self.delay = 0.0  # seconds before each answer (a receiver that takes its time)
         self.hang = threading.Event()
         self.release = threading.Event()
         self.posts: list[Post] = []
@@ -37,6 +38,7 @@ class WebhookReceiver:
                     receiver.posts.append(
                         Post(time.monotonic(), self.path, dict(self.headers), json.loads(raw))
                     )
+                time.sleep(receiver.delay)
                 if receiver.hang.is_set():
                     receiver.release.wait(30)
                     return
