@@ -52,7 +52,7 @@ def fast_retries(settings: Any) -> None:
 
 
 @pytest.fixture
-def mailed(people: People) -> People:
+def mailed(people: People) -> People:  # noqa: F811 (the fixture imported above)
     """Everyone has an e-mail address."""
     for user in vars(people).values():
         user.email = f"{user.username}@example.org"
