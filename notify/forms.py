@@ -19,6 +19,7 @@ def _hosts() -> Any:
 
 
 class EmailEventsForm(forms.Form):
+    prefix = "email"  # three forms on one page: their fields' names and ids stay apart
     events = forms.MultipleChoiceField(
         choices=Event.choices,
         required=False,
@@ -28,6 +29,7 @@ class EmailEventsForm(forms.Form):
 
 
 class WebhookForm(forms.Form):
+    prefix = "webhook"
     url = forms.CharField(
         max_length=ADDRESS_CHARS,
         label="Webhook URL",
@@ -67,6 +69,7 @@ class WebhookForm(forms.Form):
 
 
 class MuteForm(forms.Form):
+    prefix = "mute"
     hosts = forms.ModelMultipleChoiceField(
         queryset=Host.objects.none(),
         required=False,
