@@ -73,7 +73,9 @@ def test_a_bad_webhook_url_gets_an_error_at_the_field(people: People, url: str, 
 
 
 def test_a_webhook_needs_at_least_one_event(people: People) -> None:
-    response = _as(people.olga).post(URL, {"form": "webhook", "webhook-url": "https://h.example.org/"})
+    response = _as(people.olga).post(
+        URL, {"form": "webhook", "webhook-url": "https://h.example.org/"}
+    )
     assert response.status_code == 400
     assert "Choose at least one kind of event" in response.content.decode()
 
