@@ -133,6 +133,11 @@ class Webhook(models.Model):
     def __str__(self) -> str:
         return self.url
 
+    @property
+    def event_labels(self) -> list[str]:
+        labels = dict(Event.choices)
+        return [str(labels.get(event, event)) for event in self.events]
+
 
 class HostMute(models.Model):
     """A person hears nothing about this host (e-mail or their own webhooks)."""
