@@ -45,6 +45,7 @@ class NotificationAdmin(admin.ModelAdmin):
     )
     list_filter = ("state", "event", "channel")
     search_fields = ("address", "subject", "last_error")
+    # Every field read-only: what was queued and tried is history.
     readonly_fields = [f.name for f in Notification._meta.fields]
     inlines = [DeliveryAttemptInline]
     actions = ["try_again_now"]
@@ -52,11 +53,10 @@ class NotificationAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # Viewable (and the action below) but not editable: what was queued is history.
-        return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
-
-    @admin.action(description="Try again now (dead ones get their tries back)")
+    @admin.action(
+        description="Try again now (dead ones get their tries back)",
+        permissions=("change",),
+    )
     def try_again_now(self, request: HttpRequest, queryset: QuerySet[Notification]) -> None:
         with transaction.atomic():
             count = queryset.filter(

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 
 from deploys.models import Host
 from notify.events import Event
-from notify.models import EmailSetting, HostMute, Notification, Webhook
+from notify.models import DeliveryAttempt, EmailSetting, HostMute, Notification, Webhook
 from notify.services import enqueue
 from tests.deploys.helpers import People
 
@@ -129,3 +130,34 @@ def test_the_page_lists_a_persons_latest_notifications_without_receivers_answers
     page = _as(people.olga).get(URL).content.decode()
     assert "Request #9 failed" in page and "olga@example.org" in page
     assert "internal secret" not in page
+
+
+def test_an_admin_sees_every_notification_and_each_try_in_djangos_admin(
+    people: People,
+) -> None:
+    people.olga.email = "olga@example.org"
+    people.olga.save()
+    (row,) = enqueue(
+        event=Event.JOB_FAILED,
+        subject="Request #9 failed",
+        text="t",
+        payload={},
+        users=[people.olga],
+    )
+    DeliveryAttempt.objects.create(
+        notification=row,
+        number=1,
+        started_at=row.created_at,
+        duration_ms=10004,
+        status="failed",
+        error="no answer within 10 s",
+    )
+    for user in (people.ada, people.vic):
+        user.is_staff = True
+        user.save()
+    admin = _as(get_user_model().objects.get(pk=people.ada.pk))
+    listing = admin.get("/admin/notify/notification/")
+    assert listing.status_code == 200 and "olga@example.org" in listing.content.decode()
+    page = admin.get(f"/admin/notify/notification/{row.pk}/change/").content.decode()
+    assert "no answer within 10 s" in page and "10004" in page
+    assert _as(people.vic).get("/admin/notify/notification/").status_code == 403

@@ -34,7 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "deploys": {"linting", "hostops", "units", "audit"} | LEAVES,
     "perf": {"servebench", "hostops", "units", "deploys", "audit"} | LEAVES,
     "api": {"linting", "hostops", "units", "deploys", "perf", "audit"} | LEAVES,
-    "notify": {"hostops", "deploys", "audit"} | LEAVES,
+    "notify": {"hostops", "units", "deploys", "audit"} | LEAVES,
     "specadmin": {
         "linting",
         "servebench",
