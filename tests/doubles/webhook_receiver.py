@@ -25,6 +25,7 @@ class WebhookReceiver:
     def __init__(self) -> None:
         self.status = 200
         self.delay = 0.0  # seconds before each answer (a receiver that takes its time)
+        self.fail_first_try = False  # answer 500 to the first POST of each body's "id"
         self.hang = threading.Event()
         self.release = threading.Event()
         self.posts: list[Post] = []
@@ -34,15 +35,21 @@ class WebhookReceiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                body = json.loads(raw)
                 with receiver.lock:
-                    receiver.posts.append(
-                        Post(time.monotonic(), self.path, dict(self.headers), json.loads(raw))
+                    first = not any(
+                        isinstance(p.body, dict) and p.body.get("id") == body.get("id")
+                        for p in receiver.posts
                     )
+                    receiver.posts.append(
+                        Post(time.monotonic(), self.path, dict(self.headers), body)
+                    )
+                status = 500 if receiver.fail_first_try and first else receiver.status
                 time.sleep(receiver.delay)
                 if receiver.hang.is_set():
                     receiver.release.wait(30)
                     return
-                self.send_response(receiver.status)
+                self.send_response(status)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")

@@ -20,6 +20,7 @@ from tests.deploys.conftest import (  # noqa: F401  (fixtures)
     version,
 )
 from tests.deploys.helpers import People
+from tests.deploys.qcluster_support import sqlite_orm, start_clusters  # noqa: F401  (fixtures)
 from tests.doubles.smtp_sink import SmtpSink
 from tests.doubles.webhook_receiver import WebhookReceiver
 
