@@ -4,7 +4,7 @@ Every `AuditEvent` stores `prev_hash` (the hash of the event before it) and `has
 canonical JSON form of all its fields, `prev_hash` included), so editing, deleting or
 reordering a row breaks the chain and `manage.py verifyaudit` names the first broken link.
 
-Two hash schemes (the `scheme` column; issue 9):
+Two hash schemes (the `scheme` column):
 - 2, keyed (every event written since): HMAC-SHA256 with a key from a file outside the
   database (`audit.keys`), so someone who can write the database cannot recompute hashes
   after an edit. `key_id` names the key.

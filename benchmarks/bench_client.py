@@ -1,4 +1,4 @@
-"""Client benchmark: servebench must never be the bottleneck (issue 11).
+"""Client benchmark: servebench must never be the bottleneck.
 
 Target: on 2 cores, ≥ 5,000 streamed output tokens/s across ≥ 64 concurrent streams
 against the vLLM double, with the client's own per-token overhead reported; guidellm's

@@ -1,5 +1,5 @@
 """Peer check: servebench and guidellm measure the same vLLM double in the same run and
-must agree within 3% on TTFT, TPOT and output tok/s (issue 11).
+must agree within 3% on TTFT, TPOT and output tok/s.
 
 Run: `.venv/bin/python benchmarks/bench_peer_guidellm.py [--guidellm PATH]
 [--tokens-per-s 74] [--ttft-ms 100] [--max-tokens 128]`.

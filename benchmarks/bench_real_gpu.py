@@ -1,4 +1,4 @@
-"""The benchmark against a real GPU server (issue 14, part 2): baseline vs prompt lookup.
+"""The benchmark against a real GPU server: baseline vs prompt lookup.
 
 Starts the test-only server (`tests/gpu_test_server`, a random-weight causal LM run by
 transformers) twice on the same device, both kept loaded: the baseline and the variant

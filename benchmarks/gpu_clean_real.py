@@ -3,7 +3,7 @@ functions the pipeline's `gpu_clean` step calls (`hostops.gpu_clean.clean_gpus`)
 through the local transport's NVML path and its nvidia-smi CSV path.
 
 Run on a machine with NVIDIA GPUs, PyTorch with CUDA, nvidia-ml-py and nvidia-smi; no
-Django, systemd or paramiko are needed (issue 14, section 1):
+Django, systemd or paramiko are needed:
 
     PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 python3 benchmarks/gpu_clean_real.py [--gib 20]
 

@@ -3,7 +3,7 @@ vLLM doubles of a real systemd + sshd test host, both measured in the same run.
 
 Run (as root, like the test hosts): `.venv/bin/python benchmarks/restart.py [--runs 5]`.
 
-Prints three figures (issue 10, "Performance"):
+Prints three figures:
 1. "last GPU process gone" → "all GPUs verified clean" (target < 1 s): specadmin's GPU-clean
    step on a `VLLM::EngineCore` that escaped its unit (its own report: the moment its
    host-side wait saw the last PID exit, and the moment the GPUs read clean), against the

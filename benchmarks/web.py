@@ -1,7 +1,7 @@
 """Web benchmark: the profile list and the live preview over HTTP, with 5,000 profiles and
 50,000 versions in the database.
 
-Prints figures; targets (issue 4): list p95 < 150 ms, preview + lint round trip
+Prints figures; targets: list p95 < 150 ms, preview + lint round trip
 p95 < 100 ms. Run: `.venv/bin/python benchmarks/web.py [--profiles 5000]
 [--versions 10] [--requests 200] [--postgres [URL]]`.
 

@@ -83,7 +83,7 @@ class PushedUnitAdmin(ReadOnlyAdmin):
 
 # -- django-q2's models: read-only here as well ---------------------------------------------
 # A Schedule names any importable function and its arguments, and the workers run it: an
-# admin who could edit one could run anything on every worker (issue 9). Schedules come
+# admin who could edit one could run anything on every worker. Schedules come
 # from migrations only (deploys 0003, audit 0005). Resubmitting a task by hand is gone too:
 # a deploy is requested and approved on its pages, never replayed from the admin.
 for _model in (Schedule, Success, Failure, OrmQ):

@@ -85,7 +85,7 @@ class HostConfirmForm(forms.Form):
 
 
 class UnitAdoptForm(forms.Form):
-    """An admin lets specadmin replace a unit file it did not write (issue 9)."""
+    """An admin lets specadmin replace a unit file it did not write."""
 
     unit_name = forms.CharField(max_length=247, help_text="Without .service")
     comment = forms.CharField(
@@ -97,7 +97,7 @@ class UnitAdoptForm(forms.Form):
 
 
 class ProbeExecutablesForm(forms.Form):
-    """The admin's list of vLLM executables the probe may run (issue 9)."""
+    """The admin's list of vLLM executables the probe may run."""
 
     executables = forms.CharField(
         required=False,

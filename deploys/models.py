@@ -57,7 +57,7 @@ class Host(models.Model):
     # imported into profiles (units.importing, deploys.services.unit_imports).
     foreign_vllm_units = models.JSONField(default=list, blank=True)
     # Executables the probe may run besides those of approved, pushed units: set by an
-    # admin, audited (hostops.executables, issue 9).
+    # admin, audited (hostops.executables).
     probe_executables = models.JSONField(default=list, blank=True)
     # Set by an admin (audited): a restart of what is deployed here runs without a second
     # person's approval. Deploys, rollbacks and removals always need one.

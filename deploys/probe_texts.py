@@ -1,4 +1,4 @@
-"""What the probe says when it had no vLLM executable it may run (issue 9): shared by the
+"""What the probe says when it had no vLLM executable it may run: shared by the
 probe, which writes it, and the host pages, which show it as a note, not a fault (a new
 host has no approved unit yet)."""
 

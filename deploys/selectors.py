@@ -233,7 +233,7 @@ def host_list(*, archived: bool | None = False) -> QuerySet[Host]:
 def host_probe_executables(*, host: Host, pushed_limit: int = 50) -> list[str]:
     """The vLLM executables the probe may run on `host`, in the order it tries them: those
     of units approved and pushed there (newest push first), then the list an admin set on
-    the host. Never that of a request that was not approved and pushed (issue 9)."""
+    the host. Never that of a request that was not approved and pushed."""
     pushed = (
         PushedUnit.objects.filter(host=host, request__isnull=False)
         .order_by("-pushed_at", "-pk")

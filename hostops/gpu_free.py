@@ -7,7 +7,7 @@ process is listed on it and its used memory is **at or below** the profile's thr
 (`ServiceProfile.gpu_free_threshold_mib`): a threshold of 0 then means "nothing at all
 used", and the default leaves room for the driver's own few hundred MiB per GPU.
 
-The default is issue 10's "below a threshold (default 1,000 MiB, per profile)". A stored
+The default is "below a threshold (default 1,000 MiB, per profile)". A stored
 profile version keeps the value it was saved with; only new profiles get this default.
 
 The wait checks only the unit's GPUs (`wait_gpus`: `nvidia-smi -i`, read from

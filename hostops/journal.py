@@ -1,6 +1,6 @@
 """Reading a starting vLLM service's journal: what is fatal, what shows progress.
 
-Classes of fatal lines (issue 10, "Early journal check"), each with what produces it:
+Classes of fatal lines, each with what produces it:
 - systemd load/exec errors: "Failed to execute …", "Failed at step EXEC", "status=203/EXEC",
   "Failed to locate executable" (src/core/exec-invoke.c, src/core/service.c);
 - "Referenced but unset environment variable evaluates to an empty string" and "Invalid

@@ -20,7 +20,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("SPECADMIN_VAR_DIR", str(BASE_DIR / "var")))
 
 # No built-in default: SECRET_KEY / SECRET_KEY_FILE, else one generated on first run into
-# var/secret_key (mode 0600) and kept there (issue 9; docs/operations.md "Secrets").
+# var/secret_key (mode 0600) and kept there (docs/operations.md "Secrets").
 SECRET_KEY = envsecret("SECRET_KEY", "") or generated_secret(VAR_DIR / "secret_key")
 DEBUG = envbool("DEBUG", False)
 ALLOWED_HOSTS = [h for h in envstr("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]

@@ -325,12 +325,18 @@ def test_factory_boots_hosts_in_parallel_on_distinct_ports(testhost_factory: Any
         assert host.nsenter(["cat", "/run/marker"]).stdout == "x\n"
 
 
+@pytest.mark.parametrize(
+    "journal_readable", [True, False], ids=["journal-readable", "journal-unreadable"]
+)
 def test_a_host_whose_ssh_port_is_taken_after_it_was_picked_boots_on_another_port(
-    testhost_factory: Any, monkeypatch: pytest.MonkeyPatch
+    testhost_factory: Any, monkeypatch: pytest.MonkeyPatch, journal_readable: bool
 ) -> None:
     """Another process listens on the picked port before sshd in the container binds it (as
-    any process of this shared machine may): the boot is retried on a newly picked port."""
+    any process of this shared machine may): the boot is retried on a newly picked port,
+    also where the container's journal cannot be read in time (a loaded machine)."""
     intruders: list[socket.socket] = []
+    if not journal_readable:
+        monkeypatch.setattr(host_module, "_sshd_logged_port_taken", lambda host: False)
 
     def pick_then_lose_the_first(count: int, **kwargs: Any) -> list[int]:
         ports = pick_free_ports(count, **kwargs)

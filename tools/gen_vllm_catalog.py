@@ -68,7 +68,7 @@ CATALOG_DIR = REPO_ROOT / "linting" / "vllm" / "catalogs"
 
 DEFAULT_CACHE = Path(os.environ.get("VLLM_WHEEL_CACHE", "/var/tmp/vllm-wheels"))
 DECISIONS_FILE = "decisions.json"
-OLDEST = "0.8.0"  # the oldest release the linter models (issue 13)
+OLDEST = "0.8.0"  # the oldest release the linter models
 RELEASE = r"\d+(?:\.\d+)+(?:\.post\d+)?"
 # Keys that say where a fact comes from, not what it is.
 NOT_CONTENT = frozenset(

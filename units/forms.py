@@ -230,7 +230,7 @@ class ProfileForm(forms.Form):
         widget=forms.TextInput(attrs={"placeholder": "What changed and why (optional)"}),
     )
     # The version the edit started from: a save on an older base than the profile has
-    # now is refused instead of silently undoing someone else's change (issue 9).
+    # now is refused instead of silently undoing someone else's change.
     base_version = forms.IntegerField(
         required=False, min_value=1, max_value=2**31 - 1, widget=forms.HiddenInput
     )

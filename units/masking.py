@@ -1,4 +1,4 @@
-"""Secrets hidden from people who only look (issue 9).
+"""Secrets hidden from people who only look.
 
 A viewer (the `viewer` role: read-only) sees profiles, versions, diffs and requests with
 every environment value and the value of every secret-looking argument (`--api-key`,

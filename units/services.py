@@ -167,7 +167,7 @@ def _save_settings(
 
 class StaleEdit(ValidationError):
     """The edit started from an older version than the profile has now: saving it would
-    silently undo the other person's change (issue 9). Nothing was saved."""
+    silently undo the other person's change. Nothing was saved."""
 
     def __init__(self, base: ProfileVersion, latest: ProfileVersion) -> None:
         who = latest.created_by.get_username() if latest.created_by else "someone"

@@ -4,7 +4,7 @@ systemd ends a unit-file line at `\\n` only; U+2028/U+2029/U+0085 are ordinary b
 Python's `str.splitlines()`, browsers and editors break lines there too, so a description
 holding `U+2028 ExecStartPre=…` showed an approver a fake line 4 that systemd never runs.
 Bidi controls (U+202E…) reorder what is displayed (CVE-2021-42574, "Trojan Source"), and
-zero-width characters hide. So (issue 9):
+zero-width characters hide. So:
 
 - fields refuse them, naming the character (`invisible_problem`);
 - every place that shows a unit (version page, diffs, request page, preview) splits lines

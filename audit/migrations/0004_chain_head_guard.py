@@ -1,6 +1,6 @@
 """Database guard on audit_auditchainhead: the head only moves forward, to an event that
-exists with that hash (issue 9: "delete the last events and move the head back" verified
-OK before).
+exists with that hash (before it, "delete the last events and move the head back" verified
+OK).
 
 PostgreSQL: one row trigger for INSERT, UPDATE and DELETE (TRUNCATE stays possible, for
 Django's `flush`, as in 0002). SQLite: INSERT and UPDATE triggers; no DELETE trigger,

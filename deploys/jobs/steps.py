@@ -282,7 +282,7 @@ def push(ctx: JobContext, rec: Recorder) -> StepResult:
     """
     request = ctx.request
     denied = denied_unit_reason(request.unit_name)
-    if denied:  # never written, whichever path led here (issue 9)
+    if denied:  # never written, whichever path led here
         return StepResult.failed(f"push refused: {denied}")
     stale = ctx.transport.remove_stale_temp_files(ctx.path)
     if stale:

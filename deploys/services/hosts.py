@@ -52,7 +52,7 @@ def transport_error(action: str, exc: TransportError) -> ValidationError:
 
 
 def _check_address(address: str) -> None:
-    """A field error for what the socket layer's IDNA codec would refuse (issue 9)."""
+    """A field error for what the socket layer's IDNA codec would refuse."""
     problem = host_address_problem(address)
     if problem:
         raise ValidationError({"address": [problem]})

@@ -405,7 +405,7 @@ def _parse(data: dict[str, Any]) -> VllmCatalog:
 def load_catalog(version: str) -> VllmCatalog:
     """Load the catalog for `version` (e.g. "0.16.0")."""
     # Only a listed version becomes a file name: a 5,000-character one would make the
-    # file system answer ENAMETOOLONG (issue 9, found by tests/specadmin/test_fuzz_pages.py).
+    # file system answer ENAMETOOLONG (found by tests/specadmin/test_fuzz_pages.py).
     path = CATALOG_DIR / f"vllm-{version[:64]}.json"
     if version not in available_versions() or not _FILE_RE.match(path.name) or not path.is_file():
         available = ", ".join(available_versions()) or "none"

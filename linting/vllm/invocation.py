@@ -446,7 +446,7 @@ def _closest(text: str, options: list[str]) -> str | None:
 def load_json(text: str) -> Any:
     """`json.loads`, with what makes Python's parser give up reported as the
     JSONDecodeError it is to vLLM (whose own `json.loads` then fails at start-up) instead
-    of an exception that would crash the linter (issue 9): nesting too deep
+    of an exception that would crash the linter: nesting too deep
     (RecursionError), a number past Python's 4,300-digit int conversion limit."""
     try:
         return json.loads(text)

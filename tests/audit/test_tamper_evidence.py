@@ -1,5 +1,5 @@
 """The audit chain against someone who can write the database but not read the audit key
-file (issue 9, finding 4). Each attack is done the way such a person would do it: raw
+file. Each attack is done the way such a person would do it: raw
 SQL with the triggers dropped, hashes recomputed with whatever they can compute.
 """
 
@@ -336,7 +336,7 @@ def test_a_key_file_others_can_read_is_refused(key_file, alice):
 
 
 def legacy_events(count: int) -> list[AuditEvent]:
-    """Rows as specadmin wrote them before issue 9: plain sha256, no scheme or key id."""
+    """Rows as specadmin wrote them before keyed hashes: plain sha256, no scheme or key id."""
     made: list[AuditEvent] = []
     prev = "0" * 64
     with connection.cursor() as cursor:

@@ -1,4 +1,4 @@
-"""servebench against the vLLM double's exactly known schedule (issue 11: within 2%)."""
+"""servebench against the vLLM double's exactly known schedule (within 2%)."""
 
 from __future__ import annotations
 

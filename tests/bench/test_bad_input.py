@@ -1,4 +1,4 @@
-"""Bad input: a clear error, partial results kept and marked incomplete (issue 11)."""
+"""Bad input: a clear error, partial results kept and marked incomplete."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The benchmark against the test-only transformers server (issue 14, part 2).
+"""The benchmark against the test-only transformers server.
 
 `gpu`-marked tests need CUDA (the lead runs them on the device machine:
 `python -m pytest -m gpu tests/bench/test_real_gpu.py`). The CPU test runs the same code

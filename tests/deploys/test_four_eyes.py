@@ -1,4 +1,4 @@
-"""Four eyes (issue 9, finding 2): the approver is neither the requester nor an author of
+"""Four eyes: the approver is neither the requester nor an author of
 any change the deploy brings to the host (a profile version saved since the one the host
 runs). Ada is an admin: she may edit profiles and approve, but never her own changes.
 """

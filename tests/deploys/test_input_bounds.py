@@ -1,5 +1,5 @@
 """Host addresses Python's IDNA codec refuses (a label over 63 letters, an empty label)
-are a field error, never a 500 (issue 9, "Bad input")."""
+are a field error, never a 500."""
 
 from __future__ import annotations
 

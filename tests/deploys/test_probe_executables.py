@@ -1,4 +1,4 @@
-"""What the probe may run on a host (issue 9, finding 1).
+"""What the probe may run on a host.
 
 The attack: an operator saves a profile whose executable is `/tmp/x/vllm`, requests a
 deploy (left pending, or rejected) and presses Probe; the host ran `/tmp/x/vllm --version`

@@ -1,4 +1,4 @@
-"""The request page shows the host's unit and the diff as systemd reads them (issue 9):
+"""The request page shows the host's unit and the diff as systemd reads them:
 lines end at `\\n` only and hidden characters are shown as markers, whatever the file on
 the host holds; decisions refuse hidden characters in their comment."""
 

@@ -1,4 +1,4 @@
-"""Units specadmin must never overwrite (issue 9, finding 3): the host's base system by
+"""Units specadmin must never overwrite: the host's base system by
 name, and unit files it did not write unless an admin adopted that exact file.
 
 Service and view tests read the host's unit through `on_host` (a dict); the job tests at

@@ -1,1 +1,1 @@
-"""Differential proof of the linter's Exec model against real systemd (issue 3)."""
+"""Differential proof of the linter's Exec model against real systemd."""

@@ -1,4 +1,4 @@
-"""The linter's Exec model against real systemd, byte for byte (issue 3).
+"""The linter's Exec model against real systemd, byte for byte.
 
 Every corpus unit runs the argv dumper under a real systemd; for each unit:
 (a) loaded by systemd → the linter's predicted argv list equals the dumped one, bytes exact;

@@ -1,4 +1,4 @@
-"""`lintunits` on arbitrary bytes (issue 9): exit 0, 1 or 2, never a traceback or an
+"""`lintunits` on arbitrary bytes: exit 0, 1 or 2, never a traceback or an
 "internal error" (which is lintunits' one-line report of a bug).
 
 Files of random bytes, unit-like texts built from troublesome pieces (invalid UTF-8,

@@ -1,5 +1,5 @@
 """EnvironmentFile=: systemd's own env-file rules (src/basic/env-file.c), where the linter
-finds the file, and what an unreadable one means for the rules (issue 13)."""
+finds the file, and what an unreadable one means for the rules."""
 
 from __future__ import annotations
 

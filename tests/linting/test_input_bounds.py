@@ -1,4 +1,4 @@
-"""Hostile input to the linter: deeply nested JSON in vLLM's JSON flags (issue 9).
+"""Hostile input to the linter: deeply nested JSON in vLLM's JSON flags.
 
 Python's `json.loads` gives up with RecursionError on ~1,000 levels of nesting; lintunits
 must report that as the invalid value it is (vLLM's own `json.loads` would fail the same

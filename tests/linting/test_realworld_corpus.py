@@ -1,6 +1,6 @@
 """Real-world-style repositories (vLLM, SGLang, llama.cpp units as people write them), each
 linted as one run the way a new user would: exactly the findings in realworld/EXPECTED,
-no more (false positives) and no fewer (misses). See issue 13."""
+no more (false positives) and no fewer (misses)."""
 
 from __future__ import annotations
 

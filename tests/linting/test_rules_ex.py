@@ -240,7 +240,7 @@ def test_ex206_not_reported(line):
     assert lint(HEAD + line + "\n", "EX206") == []
 
 
-# -- EX207..EX210 (issue 13) -------------------------------------------------------------
+# -- EX207..EX210 -------------------------------------------------------------
 
 
 def test_ex207_home_specifier_as_a_host_address():

@@ -315,7 +315,7 @@ def test_op407_head_that_keeps_every_used_gpu_and_head_of_processes_are_fine():
     assert lint(EIGHT + f"ExecStartPre=/bin/bash -c '{apps}'\n", "OP407") == []
 
 
-# -- OP408..OP410 (issue 13, issue 8) ----------------------------------------------------
+# -- OP408..OP410 ----------------------------------------------------
 
 ROOTLESS = "[Service]\nUser=vllm\nExecStart=/opt/vllm/bin/vllm serve /models/m --host 127.0.0.1\n"
 

@@ -293,7 +293,7 @@ def test_sd115_removed_key():
     assert "no longer supported" in f.message
 
 
-# -- SD116 / SD117 / SD118 (issue 13) --------------------------------------------------
+# -- SD116 / SD117 / SD118 --------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """Where a vLLM server is started from (directly, a container, a wrapper script) and which
-release it is linted as (issue 13)."""
+release it is linted as."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Every vLLM release has a catalog decision (linting/vllm/catalogs/decisions.json, written
 by `tools/gen_vllm_catalog.py --all`), and a release without a catalog of its own is linted
-with the nearest older one and a note, never refused (issue 13).
+with the nearest older one and a note, never refused.
 
 The check against PyPI needs the network: offline (CI machines without access) it is
 skipped with the reason, so a new release shows up on the first run that can see PyPI."""

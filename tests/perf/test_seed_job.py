@@ -1,4 +1,4 @@
-"""The seed deployment's story as whole deploy jobs (issue 11, "The seed's case as a test").
+"""The seed deployment's story as whole deploy jobs.
 
 The seed measured 74 tok/s single stream, switched on n-gram speculative decoding and
 found it slower, by hand, after the fact. Here: a baseline profile is deployed through the

@@ -1,4 +1,4 @@
-"""The pipeline's benchmark step against the vLLM double (issue 11, "In the pipeline")."""
+"""The pipeline's benchmark step against the vLLM double."""
 
 from __future__ import annotations
 

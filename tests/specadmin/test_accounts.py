@@ -1,4 +1,4 @@
-"""Accounts and secrets (issue 9): login throttling, password rules, the secret key, the
+"""Accounts and secrets: login throttling, password rules, the secret key, the
 demo account, django-q's admin, TLS settings."""
 
 from __future__ import annotations

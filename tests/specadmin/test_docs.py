@@ -11,6 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # Notes that live beside the repository on the machine it was first written on; a person
 # who clones it does not have them.
 OUTSIDE = re.compile(r"DESIGN\.md|STYLE\.md|TESTHOST\.md|\.\./shared\b|/work/shared")
+# The project's tracker is not in the repository: code and docs cite docs/ and upstream
+# sources, whose trackers are cited by name and number ("vllm #55510").
+TRACKER = re.compile(r"\bissues? \d+", re.IGNORECASE)
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 THIS_FILE = Path(__file__).resolve()
 
@@ -40,6 +43,18 @@ def test_no_file_points_readers_to_notes_outside_the_repository() -> None:
             continue
         for number, line in enumerate(text.splitlines(), start=1):
             if OUTSIDE.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert found == []
+
+
+def test_no_file_cites_the_projects_own_tracker() -> None:
+    found = []
+    for path in _repository_files():
+        text = _text(path)
+        if path.resolve() == THIS_FILE or text is None:
+            continue
+        for number, line in enumerate(text.splitlines(), start=1):
+            if TRACKER.search(line):
                 found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert found == []
 

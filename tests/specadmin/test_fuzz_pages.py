@@ -1,5 +1,5 @@
 """Arbitrary text in every form field and query parameter never makes a page answer 5xx
-(issue 9, "Bad input must never be a 500").
+.
 
 The forms are not listed by hand: each page is fetched as an admin and every `<form>` on
 it is read from the HTML (its action, method and the names of its inputs, selects and

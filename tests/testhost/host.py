@@ -648,9 +648,63 @@ def _launch(prep: _Prepared) -> None:
 
 
 def _sshd_port_taken(host: TestHost) -> bool:
-    """sshd logged that its port was in use ("Bind to port N on ADDR failed: Address already
-    in use." then "fatal: Cannot bind any address.", OpenSSH sshd.c server_listen); it then
-    exits 255, which ssh.service's RestartPreventExitStatus=255 does not restart."""
+    """Something outside the container listens on sshd's port: seen from here in the
+    kernel's socket table, or in sshd's own log ("Bind to port N on ADDR failed: Address
+    already in use." then "fatal: Cannot bind any address.", OpenSSH sshd.c server_listen;
+    it then exits 255, which ssh.service's RestartPreventExitStatus=255 does not restart).
+    The socket table answers even while the container's journal cannot be read (a loaded
+    machine, where ssh only times out in the banner exchange)."""
+    return _port_held_outside(host) or _sshd_logged_port_taken(host)
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on LOOPBACK:port (or any address), from /proc/net/tcp
+    (proc(5): local_address as hex IP:port, st 0A is TCP_LISTEN)."""
+    wanted = {f"0100007F:{port:04X}", f"00000000:{port:04X}"}
+    inodes: set[str] = set()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 9 and fields[1] in wanted and fields[3] == "0A":
+                inodes.add(fields[9])
+    return inodes
+
+
+def _port_held_outside(host: TestHost) -> bool:
+    """A process outside the container's PID namespace holds a listening socket on the
+    host's port (the container shares our network, not our PIDs: nspawn always gives it
+    a PID namespace of its own)."""
+    inodes = _listening_inodes(host.port)
+    if not inodes:
+        return False
+    try:
+        container_ns = os.readlink(f"/proc/{host.container_pid()}/ns/pid")
+    except (TestHostError, OSError):
+        return False  # the container's init is not up yet: its sshd cannot be told apart
+    targets = {f"socket:[{inode}]" for inode in inodes}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if os.readlink(proc / "ns/pid") == container_ns:
+                continue
+            fds = list((proc / "fd").iterdir())
+        except OSError:
+            continue  # gone meanwhile, or a kernel thread
+        if targets & {_readlink_or_empty(fd) for fd in fds}:
+            return True
+    return False
+
+
+def _readlink_or_empty(path: Path) -> str:
+    """Where a /proc fd link points, or "" for one closed since it was listed."""
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
+def _sshd_logged_port_taken(host: TestHost) -> bool:
     try:
         journal = host.nsenter(
             ["journalctl", "--no-pager", "-o", "cat", "-u", "ssh.service"], timeout=20

@@ -1,4 +1,4 @@
-"""Bad input is a field error or a 400, never a 500 (issue 9, "Bad input"): numbers past
+"""Bad input is a field error or a 400, never a 500: numbers past
 Python's decimal and int-conversion limits, and over-long ids in query strings."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Two people editing one profile (issue 9, "Lost updates and size"): the edit form carries
+"""Two people editing one profile: the edit form carries
 the version it started from, and a save on a stale base is refused with the other
 person's change shown; the 256 KiB unit limit applies when a profile is saved."""
 

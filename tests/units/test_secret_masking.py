@@ -1,4 +1,4 @@
-"""Secrets in profiles (issue 9): viewers see environment values and secret arguments
+"""Secrets in profiles: viewers see environment values and secret arguments
 masked everywhere a profile or its unit is shown; editors and approvers see the unit as
 it runs; the better home for a secret is a file on the host (EnvironmentFile=), which
 specadmin names but never reads or shows."""

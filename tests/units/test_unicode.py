@@ -1,4 +1,4 @@
-"""What the approver sees is what runs (issue 9): fields refuse characters that display
+"""What the approver sees is what runs: fields refuse characters that display
 differently than systemd reads them, and units are shown split at `\\n` only, with any
 remaining hidden character made visible.
 

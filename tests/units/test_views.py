@@ -552,7 +552,7 @@ def test_admin_lists_profiles_and_versions_read_only(kimi: ServiceProfile) -> No
 
 
 def test_list_filters_by_the_host_a_profile_was_deployed_to(client, alice) -> None:  # type: ignore[no-untyped-def]
-    """Issue 4's host filter: profiles with a successful deploy to that host."""
+    """The host filter: profiles with a successful deploy to that host."""
 
     deployed = profile_create(data=baseline(name="on-gpu-a"), created_by=alice)
     pending = profile_create(data=baseline(name="pending-gpu-a"), created_by=alice)

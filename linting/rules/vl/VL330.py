@@ -44,7 +44,7 @@ def invalid_json_argument(ctx: UnitContext) -> Iterator[Hit]:
         if option is None or option.dest == "speculative_config":
             continue  # VL301
         try:
-            load_json(problem.text.text)  # deep nesting: an error, not a crash (issue 9)
+            load_json(problem.text.text)  # deep nesting: an error, not a crash
             continue
         except json.JSONDecodeError as exc:
             yield Hit(
