@@ -19,6 +19,8 @@ from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils import timezone
 
+from audit.models import AuditKind
+from audit.services import record
 from deploys.models import Host
 from hostops.channel.bounds import clip_json, clip_text
 from notify import queue
@@ -157,12 +159,18 @@ def check_events(events: Sequence[str]) -> list[str]:
 
 @transaction.atomic
 def set_email_events(*, user: User, events: Iterable[str]) -> None:
-    """`user` gets e-mail for `events` and for no other kind."""
+    """`user` gets e-mail for `events` and for no other kind (audited: who hears what)."""
     wanted = set(events)
     for event in Event.values:
         EmailSetting.objects.update_or_create(
             user=user, event=event, defaults={"enabled": event in wanted}
         )
+    record(
+        kind=AuditKind.NOTIFY_SETTINGS_CHANGED,
+        actor=user,
+        obj=user,
+        payload={"email_events": [e for e in Event.values if e in wanted]},
+    )
 
 
 def webhook_add(
@@ -174,22 +182,51 @@ def webhook_add(
     kinds = check_events(events)
     if host is not None and not owner.has_perm(VIEW_HOST):
         raise ValidationError({"host": ["You may not see hosts, so you cannot follow one."]})
-    return Webhook.objects.create(owner=owner, url=checked, slack=slack, events=kinds, host=host)
+    with transaction.atomic():
+        hook = Webhook.objects.create(
+            owner=owner, url=checked, slack=slack, events=kinds, host=host
+        )
+        record(
+            kind=AuditKind.NOTIFY_WEBHOOK_ADDED,
+            actor=owner,
+            obj=hook,
+            host_name=host.name if host else "",
+            payload={"url": checked, "slack": slack, "events": kinds},
+        )
+    return hook
 
 
+@transaction.atomic
 def webhook_delete(*, owner: User, webhook_id: int) -> bool:
     """Remove one of `owner`'s webhooks (someone else's: nothing happens)."""
-    deleted, _ = Webhook.objects.filter(owner=owner, pk=webhook_id).delete()
-    return bool(deleted)
+    hook = Webhook.objects.filter(owner=owner, pk=webhook_id).select_related("host").first()
+    if hook is None:
+        return False
+    record(
+        kind=AuditKind.NOTIFY_WEBHOOK_REMOVED,
+        actor=owner,
+        obj=hook,
+        host_name=hook.host.name if hook.host else "",
+        payload={"url": hook.url},
+    )
+    hook.delete()
+    return True
 
 
 @transaction.atomic
 def set_muted_hosts(*, user: User, hosts: Iterable[Host]) -> None:
     """`user` hears nothing about exactly these hosts."""
-    keep = {h.pk for h in hosts}
+    chosen = list(hosts)
+    keep = {h.pk for h in chosen}
     HostMute.objects.filter(user=user).exclude(host_id__in=keep).delete()
     for host_id in keep:
         HostMute.objects.get_or_create(user=user, host_id=host_id)
+    record(
+        kind=AuditKind.NOTIFY_SETTINGS_CHANGED,
+        actor=user,
+        obj=user,
+        payload={"muted_hosts": sorted(h.name for h in chosen)},
+    )
 
 
 __all__ = [

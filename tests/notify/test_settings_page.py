@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from audit.models import AuditEvent
 from deploys.models import Host
 from notify.events import Event
 from notify.models import DeliveryAttempt, EmailSetting, HostMute, Notification, Webhook
@@ -96,6 +97,11 @@ def test_a_webhook_is_added_listed_and_removed_by_its_owner_only(people: People)
     assert Webhook.objects.filter(pk=hook.pk).exists()  # not vic's
     client.post(f"/notifications/webhooks/{hook.pk}/delete/")
     assert not Webhook.objects.exists()
+    events = AuditEvent.objects.filter(kind__startswith="notify.webhook").order_by("id")
+    assert [(e.kind, e.payload["url"]) for e in events] == [
+        ("notify.webhook_added", "https://hooks.example.org/olga"),
+        ("notify.webhook_removed", "https://hooks.example.org/olga"),
+    ]
 
 
 def test_a_webhook_for_a_host_and_a_muted_host(people: People, host: Host) -> None:
@@ -106,6 +112,8 @@ def test_a_webhook_for_a_host_and_a_muted_host(people: People, host: Host) -> No
     assert list(HostMute.objects.values_list("user", "host")) == [(people.alice.pk, host.pk)]
     client.post(URL, {"form": "mute"})
     assert not HostMute.objects.exists()
+    changes = AuditEvent.objects.filter(kind="notify.settings_changed").order_by("id")
+    assert [e.payload for e in changes] == [{"muted_hosts": ["gpu-a"]}, {"muted_hosts": []}]
 
 
 def test_a_host_that_does_not_exist_is_a_form_error(people: People) -> None:
