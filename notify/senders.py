@@ -9,6 +9,7 @@ moved says so in the error instead of the body going somewhere else
 from __future__ import annotations
 
 import json
+import smtplib
 import socket
 import urllib.error
 import urllib.request
@@ -101,6 +102,11 @@ def send_email(notification: Notification) -> None:
     try:
         sent = message.send()
     except TimeoutError:
+        raise SendFailed(f"the mail server did not answer within {conf.timeout_s():g} s") from None
+    except smtplib.SMTPServerDisconnected as exc:
+        # smtplib reports a greeting that never came as a disconnect "…: timed out".
+        if "timed out" not in str(exc):
+            raise SendFailed(f"{type(exc).__name__}: {exc}") from None
         raise SendFailed(f"the mail server did not answer within {conf.timeout_s():g} s") from None
     except Exception as exc:  # smtplib's errors, OSError, a backend's own
         raise SendFailed(f"{type(exc).__name__}: {exc}") from None

@@ -46,6 +46,13 @@ PAYLOAD_STRING_CHARS = 2000
 VIEW_HOST = "deploys.view_host"
 
 
+def one_line(text: str, limit: int) -> str:
+    """`text` on one line (an e-mail subject is a header: a line break there is refused by
+    Django's mail as a header injection), cut to `limit` characters with an ellipsis."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def bounded_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """`payload` as plain JSON, each string clipped, and at most PAYLOAD_BYTES in all
     (beyond that only its keys are kept, and `clipped` says so)."""
@@ -74,7 +81,7 @@ def enqueue(
         raise ValueError(f"{event!r} is not a notification event")
     common = {
         "event": event,
-        "subject": clip_text(" ".join(subject.split()), SUBJECT_CHARS),
+        "subject": one_line(subject, SUBJECT_CHARS),
         "text": clip_text(text, TEXT_CHARS),
         "payload": bounded_payload(payload),
         "host": host,

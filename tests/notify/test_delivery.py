@@ -235,3 +235,37 @@ def test_two_workers_send_each_notification_exactly_once(
     assert sum(counts) == 30 and all(counts)  # both worked
     assert set(Notification.objects.values_list("state", flat=True)) == {State.DELIVERED}
     assert DeliveryAttempt.objects.count() == 30
+
+
+def test_a_mail_server_that_never_greets_times_out_and_is_tried_later(
+    mailed: People, sink: SmtpSink, settings: Any
+) -> None:
+    settings.NOTIFY_TIMEOUT_S = 0.5
+    sink.hang.set()
+    (row,) = _queue([mailed.olga])
+    started = time.monotonic()
+    assert delivery.deliver_due() == 0
+    assert time.monotonic() - started < 3
+    row.refresh_from_db()
+    assert (row.state, row.last_error) == (
+        State.PENDING,
+        "the mail server did not answer within 0.5 s",
+    )
+
+
+def test_what_is_stored_is_bounded(people: People, receiver: WebhookReceiver) -> None:
+    _hook(people.olga, receiver.url())
+    (row,) = _queue(
+        [people.olga],
+        subject="deploy\n" + "s" * 500,
+        text="t" * 10_000,
+        payload={"log": "x" * 10_000, "lines": ["y" * 1000] * 40},
+    )
+    assert len(row.subject) == 200 and row.subject.startswith("deploy sss")
+    assert row.subject.endswith("…")
+    assert len(row.text) <= 4000 and "characters not kept" in row.text
+    assert row.payload["clipped"].startswith("the payload was ")
+    assert row.payload["keys"] == ["lines", "log"]
+    small = _queue([people.olga], payload={"log": "x" * 10_000})[0].payload["log"]
+    assert len(small) <= 2000 and small.startswith("x") and small.endswith("x")
+    assert delivery.deliver_due() == 2
