@@ -169,3 +169,26 @@ def test_an_admin_sees_every_notification_and_each_try_in_djangos_admin(
     page = admin.get(f"/admin/notify/notification/{row.pk}/change/").content.decode()
     assert "no answer within 10 s" in page and "10004" in page
     assert _as(people.vic).get("/admin/notify/notification/").status_code == 403
+
+
+def test_an_admin_puts_a_dead_notification_back_in_the_queue(people: People) -> None:
+    people.olga.email = "olga@example.org"
+    people.olga.save()
+    (row,) = enqueue(
+        event=Event.JOB_FAILED,
+        subject="Request #9 failed",
+        text="t",
+        payload={},
+        users=[people.olga],
+    )
+    Notification.objects.filter(pk=row.pk).update(state="dead", attempts=8, last_error="HTTP 500")
+    people.ada.is_staff = True
+    people.ada.save()
+    admin = _as(get_user_model().objects.get(pk=people.ada.pk))
+    response = admin.post(
+        "/admin/notify/notification/",
+        {"action": "try_again_now", "_selected_action": [row.pk]},
+    )
+    assert response.status_code == 302
+    row.refresh_from_db()
+    assert (row.state, row.attempts) == ("pending", 0)
