@@ -91,6 +91,9 @@ class AuditKind(StrEnum):
     # the API (api/; docs/api.md "What is audited"): tokens, every write call, reads hourly
     API_TOKEN_CREATED = "api.token_created"
     API_TOKEN_REVOKED = "api.token_revoked"
+    NOTIFY_WEBHOOK_ADDED = "notify.webhook_added"
+    NOTIFY_WEBHOOK_REMOVED = "notify.webhook_removed"
+    NOTIFY_SETTINGS_CHANGED = "notify.settings_changed"
     API_CALL = "api.call"
     API_READ = "api.read"
 

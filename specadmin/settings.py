@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "api",
+    "notify",
     # specadmin's own system checks (specadmin/checks.py: file modes, the secret key, the
     # trusted proxies, serving on a public address).
     "specadmin",
@@ -189,6 +190,14 @@ EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", True)
 DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "specadmin@localhost")
 if envstr("EMAIL_BACKEND", ""):
     EMAIL_BACKEND = envstr("EMAIL_BACKEND", "")
+# Notifications (notify/, docs/notifications.md): each try waits at most NOTIFY_TIMEOUT_S on a
+# socket; a failed one is tried again after NOTIFY_BACKOFF_S, doubling up to
+# NOTIFY_MAX_BACKOFF_S, NOTIFY_MAX_ATTEMPTS times in all; links start with NOTIFY_SITE_URL.
+NOTIFY_TIMEOUT_S = envint("NOTIFY_TIMEOUT_S", 10)
+NOTIFY_MAX_ATTEMPTS = envint("NOTIFY_MAX_ATTEMPTS", 8)
+NOTIFY_BACKOFF_S = envint("NOTIFY_BACKOFF_S", 30)
+NOTIFY_MAX_BACKOFF_S = envint("NOTIFY_MAX_BACKOFF_S", 3600)
+NOTIFY_SITE_URL = envstr("NOTIFY_SITE_URL", "")
 PASSWORD_RESET_BY_EMAIL = bool(EMAIL_HOST or envstr("EMAIL_BACKEND", ""))
 
 _REDIS_URL = envstr("REDIS_URL", "")

@@ -17,6 +17,8 @@ urlpatterns = [
     path("benchmarks/", include("perf.urls")),
     # The REST API for CI and scripts, and the token page (api/; docs/api.md).
     path("api/", include("api.urls")),
+    # Each person's notification settings (notify/; docs/notifications.md).
+    path("notifications/", include("notify.urls")),
 ]
 
 # The site's own 403 page, naming the roles that would allow what was refused.

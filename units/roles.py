@@ -42,11 +42,15 @@ _CANCEL = ("deploys.cancel_deployrequest",)
 # Everyone's API tokens: see and revoke them (api/; each person makes their own).
 _TOKENS = ("api.view_apitoken", "api.change_apitoken")
 
+# Every notification and each delivery try, in Django's admin; "change" is its action
+# that queues dead ones again (notify/admin.py; the fields stay read-only).
+_OUTBOX = ("notify.view_notification", "notify.change_notification", "notify.view_deliveryattempt")
+
 ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
     VIEWER: _READ,
     OPERATOR: _READ + _EDIT + _CANCEL,
     APPROVER: _READ + _APPROVE + _CANCEL,
-    ADMIN: _READ + _EDIT + _APPROVE + _HOSTS + _CANCEL + _TOKENS,
+    ADMIN: _READ + _EDIT + _APPROVE + _HOSTS + _CANCEL + _TOKENS + _OUTBOX,
 }
 
 

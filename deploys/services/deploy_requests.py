@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from audit.models import AuditKind
 from audit.services import record
-from deploys import existing_units
+from deploys import existing_units, signals
 from deploys.approvals import approval_problems, approval_ttl, refuse_own_decision
 from deploys.existing_units import ExistingUnit
 from deploys.job_settings import job_settings, settings_sha256
@@ -238,6 +238,7 @@ def deploy_request_create(
                 "expires_at": request.expires_at.isoformat(),
             },
         )
+        signals.send(signals.request_created, DeployRequest, request=request)
     return request
 
 

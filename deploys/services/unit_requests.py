@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from audit.models import AuditKind
 from audit.services import record
+from deploys import signals
 from deploys.approvals import approval_ttl
 from deploys.job_settings import job_settings, settings_sha256
 from deploys.jobs import queue
@@ -170,6 +171,8 @@ def _create(
         )
         if kind == Kind.RESTART and host.restarts_without_approval:
             _approve_automatically(request, now)
+        request.refresh_from_db()
+        signals.send(signals.request_created, DeployRequest, request=request)
     request.refresh_from_db()
     return request
 

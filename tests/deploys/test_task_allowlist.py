@@ -105,6 +105,7 @@ def test_the_allow_list_is_the_task_wrappers_and_each_is_a_function():
         "deploys.jobs.tasks.expire_stale_requests_task",
         "deploys.jobs.tasks.fail_abandoned_deploys_task",
         "deploys.jobs.tasks.probe_task",
+        "notify.tasks.deliver_notifications_task",
     ]
     assert all(callable(pydoc.locate(name)) for name in ALLOWED_TASKS)
 

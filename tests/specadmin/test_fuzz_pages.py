@@ -216,6 +216,7 @@ PAGES: dict[str, Callable[[dict[str, Any]], str]] = {
     "new request": lambda s: "/deploys/requests/new/",
     "request": lambda s: f"/deploys/requests/{s['request'].pk}/",
     "api tokens": lambda s: "/api/tokens/",
+    "notifications": lambda s: "/notifications/",
 }
 # Query parameters pages read besides their GET forms' fields.
 QUERY_NAMES = ["page", "a", "b", "q", "host", "profile_version", "status", "unrelated"]

@@ -79,6 +79,7 @@ def _pages(site: dict[str, Any]) -> dict[str, str]:
         "request": f"/deploys/requests/{deploy.pk}/",
         "history": "/history/",
         "benchmarks": "/benchmarks/",
+        "notifications": "/notifications/",
     }
 
 
