@@ -59,7 +59,7 @@ def trial_plan(
     return {
         "production": {"unit": f"{production_unit}.service", "sha256": production_sha256},
         "candidates": candidate_plan(candidates),
-        "promote_threshold_pct": promote_pct,
+        "promote_threshold_pct": None if promote_pct is None else float(promote_pct),
         "end": end_action(promote_pct),
     }
 

@@ -204,10 +204,7 @@ class _Tried:
     reason: str = ""
     figures: dict[str, Any] = field(default_factory=dict)
     pushed: bool = False
-
-    @property
-    def label(self) -> str:
-        return candidate_label(self.candidate)
+    label: str = ""
 
 
 @dataclass
@@ -233,6 +230,18 @@ def candidate_label(candidate: TrialCandidate) -> str:
         k = config.get("num_speculative_tokens")
         return f"{shown} k={k}" if k is not None else shown
     return str(candidate.profile_version)
+
+
+def candidate_labels(candidates: Sequence[TrialCandidate]) -> dict[int, str]:
+    """By position, each candidate's label, its unit name added where two would read
+    the same."""
+    plain = {c.position: candidate_label(c) for c in candidates}
+    seen = list(plain.values())
+    return {
+        c.position: plain[c.position]
+        + (f" ({c.unit_name}.service)" if seen.count(plain[c.position]) > 1 else "")
+        for c in candidates
+    }
 
 
 def _run(
@@ -277,7 +286,11 @@ def run_trial(job: Job, steps: TrialSteps) -> JobOutcome:
     if ended is not None:
         return _untouched(trial, ended, "production was not touched")
     candidates = candidates_of(ctx.request)
-    trial.tried = [_Tried(c, candidate_context(ctx, c), Results()) for c in candidates]
+    labels = candidate_labels(candidates)
+    trial.tried = [
+        _Tried(c, candidate_context(ctx, c), Results(), label=labels[c.position])
+        for c in candidates
+    ]
     for t in trial.tried:
         ended = _run(trial, t.ctx, steps.check, t.results)
         if ended is not None and ended.outcome is Outcome.CANCELLED:
@@ -607,6 +620,7 @@ __all__ = [
     "candidate_benchmark",
     "candidate_context",
     "candidate_label",
+    "candidate_labels",
     "candidate_preflight",
     "change_words",
     "confirm_benchmark",

@@ -157,8 +157,10 @@ def trial_request_create(
         raise ValidationError({"candidates": ["Pick at least one candidate version."]})
     if len(asked) > MAX_CANDIDATES:
         raise ValidationError({"candidates": [f"At most {MAX_CANDIDATES} candidates per trial."]})
-    if promote_threshold is not None and not (0 < promote_threshold <= 100):
-        raise ValidationError({"promote_threshold": ["Between 0 and 100 (percent)."]})
+    if promote_threshold is not None:
+        promote_threshold = float(promote_threshold)
+        if not (0 < promote_threshold <= 100):
+            raise ValidationError({"promote_threshold": ["Between 0 and 100 (percent)."]})
     names = [
         (c.unit_name.strip().removesuffix(".service") or c.version.profile.name) for c in asked
     ]

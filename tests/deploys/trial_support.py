@@ -1,0 +1,91 @@
+"""A trial on an in-memory host (tests.doubles.unit_host, tests.doubles.trial_host): the
+real request service, approval, runner, trial driver, preflights, push and remove; the
+service steps and the benchmark scripted per unit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from deploys.jobs import benchmark as benchmark_hook
+from deploys.jobs import runner
+from deploys.jobs.pipelines import TRIAL
+from deploys.models import DeployRequest, Host
+from deploys.services import trial_requests
+from deploys.services.deploy_requests import deploy_request_approve
+from deploys.services.trial_requests import Candidate, trial_request_create
+from hostops.channel import Transport
+from tests.deploys.helpers import People, unique
+from tests.deploys.what_runs_support import FAST
+from tests.doubles.trial_host import TrialScript, scripted_benchmark, trial_doubles
+from tests.doubles.unit_host import UnitHost, UnitHostTransport
+from tests.units.factories import baseline, ngram
+from units.models import ProfileVersion
+from units.services import profile_create
+
+PRODUCTION = "vllm-kimi-k25-int4"
+
+
+@dataclass
+class TrialSide:
+    people: People
+    host: Host
+    disk: UnitHost
+    production: ProfileVersion
+    script: TrialScript = field(default_factory=TrialScript)
+
+    def connect(self, host: Host) -> Transport:
+        return UnitHostTransport(self.disk)
+
+    def candidate(self, name: str, **data: Any) -> ProfileVersion:
+        profile = profile_create(data=ngram(name=name, **FAST, **data), created_by=self.people.olga)
+        return profile.versions.get()
+
+    def request(self, *candidates: ProfileVersion | Candidate, **kwargs: Any) -> DeployRequest:
+        kwargs.setdefault("acknowledge_warnings", True)
+        return trial_request_create(
+            host=self.host,
+            candidates=list(candidates),
+            requested_by=self.people.olga,
+            production_unit=PRODUCTION,
+            **kwargs,
+        )
+
+    def run(self, request: DeployRequest) -> DeployRequest:
+        request = deploy_request_approve(request=request, approver=self.people.alice)
+        runner.run_deploy(
+            request.pk, connect=self.connect, trial=TRIAL.mapped(trial_doubles(self.script))
+        )
+        request.refresh_from_db()
+        return request
+
+    def active(self) -> set[str]:
+        return set(self.disk.active)
+
+    def file(self, unit_name: str) -> bytes | None:
+        return self.disk.unit_file(unit_name)
+
+
+@pytest.fixture
+def trial_side(people: People, monkeypatch: pytest.MonkeyPatch) -> Iterator[TrialSide]:
+    """Production `vllm-kimi-k25-int4` (a known version) running on an in-memory host."""
+    version = profile_create(data=baseline(**FAST), created_by=people.olga).versions.get()
+    disk = UnitHost()
+    path = disk.path(f"{PRODUCTION}.service")
+    disk.files[path] = version.unit_text.encode("utf-8")
+    disk.reload()
+    disk.active.add(f"{PRODUCTION}.service")
+    host = Host.objects.create(name=unique("gpu"), address="localhost", transport="local")
+    side = TrialSide(people, host, disk, version)
+    monkeypatch.setattr(trial_requests, "transport_for", side.connect)
+    monkeypatch.setattr(runner, "CANCEL_POLL_S", 0.0)
+    before = benchmark_hook.registered()
+    benchmark_hook.register(scripted_benchmark(side.script))
+    yield side
+    benchmark_hook.register(before)
+
+
+__all__ = ["PRODUCTION", "TrialSide", "trial_side"]
