@@ -4,7 +4,8 @@ each step needs from the earlier ones and what it provides (`deploys.jobs.flow`)
 deploy / rollback-to-version: preflight → vLLM check → push → daemon-reload → stop →
 GPU-clean → start → journal check → readiness → benchmark (deploys only);
 restart: the same without push and daemon-reload; remove: preflight → stop → GPU-clean →
-remove; trial: the parts of `TRIAL`, which `deploys.jobs.trial` runs in turn per unit. A failure or a cancel once the unit file or the service was touched runs ROLLBACK
+remove; trial: the parts of `TRIAL`, which `deploys.jobs.trial` runs in turn per
+unit. A failure or a cancel once the unit file or the service was touched runs ROLLBACK
 (when the profile allows it): put the previous unit back, then — if the service ran before the job —
 the same stop → GPU-clean → start → journal → readiness path for it. The rollback starts
 from what preflight found and what push replaced (ROLLBACK_STARTS_FROM), nothing else.

@@ -291,42 +291,46 @@ def run_trial(job: Job, steps: TrialSteps) -> JobOutcome:
         _Tried(c, candidate_context(ctx, c), Results(), label=labels[c.position])
         for c in candidates
     ]
-    for t in trial.tried:
-        ended = _run(trial, t.ctx, steps.check, t.results)
-        if ended is not None and ended.outcome is Outcome.CANCELLED:
-            return _untouched(trial, ended, "before anything changed on the host")
-        if ended is not None:
-            _record(t, TrialOutcome.REJECTED, ended.reason)
-    runnable = [t for t in trial.tried if not t.outcome]
-    if not runnable:
-        reasons = "; ".join(f"{t.label}: {t.reason}" for t in trial.tried)
-        return JobOutcome(
-            Status.FAILED,
-            f"every candidate was rejected before production was stopped ({reasons}); "
-            "production was not touched",
-            host_state=_host_state(trial),
-        )
+    checked = _check_candidates(trial)
+    if isinstance(checked, JobOutcome):
+        return checked
     ended = _run(trial, ctx, steps.reference, trial.production)
     if ended is not None:
         return _untouched(trial, ended, "production was measured, not stopped")
     trial.production_stopped = True
     ended = _run(trial, ctx, steps.stop_production, trial.production)
     if ended is None:
-        for t in runnable:
-            if trial.cancel_when or trial.gpus_stuck:
-                _record(
-                    t,
-                    TrialOutcome.CANCELLED if trial.cancel_when else TrialOutcome.FAILED,
-                    "not tried: "
-                    + ("the trial was cancelled" if trial.cancel_when else trial.gpus_stuck),
-                )
-                continue
+        for t in checked:
             _try(trial, t)
     elif ended.outcome is not Outcome.CANCELLED:
         trial.gpus_stuck = f"production could not be stopped cleanly: {ended.reason}"
-        for t in runnable:
-            _record(t, TrialOutcome.FAILED, "not tried: " + trial.gpus_stuck)
+    for t in checked:
+        if not t.outcome:
+            why = "the trial was cancelled" if trial.cancel_when else trial.gpus_stuck
+            cancelled = TrialOutcome.CANCELLED if trial.cancel_when else TrialOutcome.FAILED
+            _record(t, cancelled, f"not tried: {why}")
     return _finish(trial)
+
+
+def _check_candidates(trial: _Trial) -> list[_Tried] | JobOutcome:
+    """Every candidate checked before production is stopped: those that may run, or how
+    the trial ended (cancelled, or every candidate rejected) with production untouched."""
+    for t in trial.tried:
+        ended = _run(trial, t.ctx, trial.steps.check, t.results)
+        if ended is not None and ended.outcome is Outcome.CANCELLED:
+            return _untouched(trial, ended, "before anything changed on the host")
+        if ended is not None:
+            _record(t, TrialOutcome.REJECTED, ended.reason)
+    runnable = [t for t in trial.tried if not t.outcome]
+    if runnable:
+        return runnable
+    reasons = "; ".join(f"{t.label}: {t.reason}" for t in trial.tried)
+    return JobOutcome(
+        Status.FAILED,
+        f"every candidate was rejected before production was stopped ({reasons}); "
+        "production was not touched",
+        host_state=_host_state(trial),
+    )
 
 
 def _untouched(trial: _Trial, ended: StepResult, then: str) -> JobOutcome:
@@ -345,7 +349,10 @@ def _untouched(trial: _Trial, ended: StepResult, then: str) -> JobOutcome:
 
 
 def _try(trial: _Trial, t: _Tried) -> None:
-    """Candidate t in production's place: its steps, then stopped whatever happened."""
+    """Candidate t in production's place: its steps, then stopped whatever happened.
+    Not tried (left without an outcome) once the trial is cancelled or GPUs are stuck."""
+    if trial.cancel_when or trial.gpus_stuck:
+        return
     steps = trial.steps
     ended = _run(trial, t.ctx, steps.candidate, t.results)
     t.pushed = t.results.has(Pushed)
@@ -559,7 +566,7 @@ def _production_back(confirm: dict[str, Any]) -> str:
         if confirm.get("slower"):
             base = confirm.get("baseline_tok_s")
             said += (
-                f" — PRODUCTION IS SLOWER THAN ITS BASELINE"
+                " — PRODUCTION IS SLOWER THAN ITS BASELINE"
                 + (f" ({float(base):.1f} tok/s)" if base is not None else "")
                 + f": {confirm.get('summary')}"
             )

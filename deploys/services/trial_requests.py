@@ -26,7 +26,7 @@ from audit.models import AuditKind
 from audit.services import record
 from deploys.approvals import approval_ttl
 from deploys.connect import transport_for
-from deploys.existing_units import existing_unit
+from deploys.existing_units import ExistingUnit, existing_unit
 from deploys.job_settings import job_settings, settings_sha256
 from deploys.models import DeployRequest, Host, TrialCandidate
 from deploys.permissions import REQUEST_DEPLOY, require
@@ -101,8 +101,9 @@ def _production(host: Host, unit_name: str, transport: Transport) -> _Production
         raise ValidationError(
             {
                 "production_unit": [
-                    f"{unit_name}.service on {host.name} is {state.get('ActiveState') or 'unknown'}, "
-                    "not running: there is no production to compare with."
+                    f"{unit_name}.service on {host.name} is "
+                    f"{state.get('ActiveState') or 'unknown'}, not running: there is no "
+                    "production to compare with."
                 ]
             }
         )
@@ -115,8 +116,8 @@ def _findings_problem(
     if errors:
         raise ValidationError(
             [
-                f"Candidate {position} ({name}.service): lint error {f['code']} (line {f['line']}): "
-                f"{f['message']}"
+                f"Candidate {position} ({name}.service): lint error {f['code']} "
+                f"(line {f['line']}): {f['message']}"
                 for f in errors
             ],
             code="lint_errors",
@@ -130,6 +131,77 @@ def _findings_problem(
                 ]
             }
         )
+
+
+def _checked_threshold(threshold: float | None) -> float | None:
+    if threshold is None:
+        return None
+    if not (0 < float(threshold) <= 100):
+        raise ValidationError({"promote_threshold": ["Between 0 and 100 (percent)."]})
+    return float(threshold)
+
+
+def _checked_names(asked: list[Candidate], production_unit: str) -> list[str]:
+    """Each candidate's unit name (default: its profile's name): valid, not denied, not
+    production's own, no two the same; their profiles not archived."""
+    if not asked:
+        raise ValidationError({"candidates": ["Pick at least one candidate version."]})
+    if len(asked) > MAX_CANDIDATES:
+        raise ValidationError({"candidates": [f"At most {MAX_CANDIDATES} candidates per trial."]})
+    names = [c.unit_name.strip().removesuffix(".service") or c.version.profile.name for c in asked]
+    for position, (c, name) in enumerate(zip(asked, names, strict=True), start=1):
+        if c.version.profile.archived:
+            refused = f"profile {c.version.profile.name} is archived"
+            raise ValidationError({"candidates": [f"Candidate {position}: {refused}."]})
+        check_unit_name(name)
+        if name == production_unit:
+            raise ValidationError(
+                {
+                    "candidates": [
+                        f"Candidate {position} would run as {name}.service, production's own "
+                        "unit: give it its own unit name (production's file stays as it is)."
+                    ]
+                }
+            )
+    if len(set(names)) != len(names):
+        raise ValidationError({"candidates": ["Two candidates have the same unit name."]})
+    return names
+
+
+def _candidate_row(
+    host: Host,
+    position: int,
+    c: Candidate,
+    name: str,
+    present: tuple[bytes | None, ExistingUnit],
+    *,
+    not_beside: frozenset[str],
+    keep: bool,
+    acknowledge_warnings: bool,
+) -> TrialCandidate:
+    """The candidate rendered and linted for the host, as a row (not saved yet)."""
+    current, existing = present
+    foreign = overwrite_problems(host=host, unit_name=name, current=current, existing=existing)
+    if foreign:
+        raise ValidationError({"candidates": [f"Candidate {position}: " + "; ".join(foreign)]})
+    unit = unit_for_host(
+        profile_version=c.version, host=host, unit_name=name, not_beside=not_beside
+    )
+    if unit.size > MAX_UNIT_BYTES:
+        raise ValidationError(
+            f"Candidate {position}: the unit is larger than {MAX_UNIT_BYTES} bytes."
+        )
+    _findings_problem(position, name, unit.errors, unit.warnings, acknowledge_warnings)
+    return TrialCandidate(
+        position=position,
+        profile_version=c.version,
+        unit_name=name,
+        unit_text=unit.text,
+        unit_sha256=unit.sha256,
+        host_unit_sha256="" if current is None else sha256_hex(current),
+        lint_findings=unit.findings,
+        keep=keep,
+    )
 
 
 def trial_request_create(
@@ -153,38 +225,8 @@ def trial_request_create(
     production_unit = production_unit.strip().removesuffix(".service")
     check_unit_name(production_unit)
     asked = [c if isinstance(c, Candidate) else Candidate(c) for c in candidates]
-    if not asked:
-        raise ValidationError({"candidates": ["Pick at least one candidate version."]})
-    if len(asked) > MAX_CANDIDATES:
-        raise ValidationError({"candidates": [f"At most {MAX_CANDIDATES} candidates per trial."]})
-    if promote_threshold is not None:
-        promote_threshold = float(promote_threshold)
-        if not (0 < promote_threshold <= 100):
-            raise ValidationError({"promote_threshold": ["Between 0 and 100 (percent)."]})
-    names = [
-        (c.unit_name.strip().removesuffix(".service") or c.version.profile.name) for c in asked
-    ]
-    for position, (c, name) in enumerate(zip(asked, names, strict=True), start=1):
-        if c.version.profile.archived:
-            raise ValidationError(
-                {
-                    "candidates": [
-                        f"Candidate {position}: profile {c.version.profile.name} is archived."
-                    ]
-                }
-            )
-        check_unit_name(name)
-        if name == production_unit:
-            raise ValidationError(
-                {
-                    "candidates": [
-                        f"Candidate {position} would run as {name}.service, production's own unit: "
-                        "give it its own unit name (production's file stays as it is)."
-                    ]
-                }
-            )
-    if len(set(names)) != len(names):
-        raise ValidationError({"candidates": ["Two candidates have the same unit name."]})
+    promote_threshold = _checked_threshold(promote_threshold)
+    names = _checked_names(asked, production_unit)
     try:
         with transport_for(host) as transport:
             production = _production(host, production_unit, transport)
@@ -197,33 +239,20 @@ def trial_request_create(
             }
     except TransportError as exc:
         raise transport_error(f"Cannot read the units on {host.name}", exc) from exc
-    rows = []
     others = frozenset({production_unit, *names})
-    for position, (c, name) in enumerate(zip(asked, names, strict=True), start=1):
-        current, existing = present[name]
-        foreign = overwrite_problems(host=host, unit_name=name, current=current, existing=existing)
-        if foreign:
-            raise ValidationError({"candidates": [f"Candidate {position}: " + "; ".join(foreign)]})
-        unit = unit_for_host(
-            profile_version=c.version, host=host, unit_name=name, not_beside=others - {name}
+    rows = [
+        _candidate_row(
+            host,
+            position,
+            c,
+            name,
+            present[name],
+            not_beside=others - {name},
+            keep=keep if c.keep is None else c.keep,
+            acknowledge_warnings=acknowledge_warnings,
         )
-        if unit.size > MAX_UNIT_BYTES:
-            raise ValidationError(
-                f"Candidate {position}: the unit is larger than {MAX_UNIT_BYTES} bytes."
-            )
-        _findings_problem(position, name, unit.errors, unit.warnings, acknowledge_warnings)
-        rows.append(
-            TrialCandidate(
-                position=position,
-                profile_version=c.version,
-                unit_name=name,
-                unit_text=unit.text,
-                unit_sha256=unit.sha256,
-                host_unit_sha256="" if current is None else sha256_hex(current),
-                lint_findings=unit.findings,
-                keep=keep if c.keep is None else c.keep,
-            )
-        )
+        for position, (c, name) in enumerate(zip(asked, names, strict=True), start=1)
+    ]
     plan = trial_plan(
         production_unit=production_unit,
         production_sha256=production.sha256,

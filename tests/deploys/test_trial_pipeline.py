@@ -11,7 +11,7 @@ from deploys.models import DeployRequest, JobStep, TrialCandidate
 from deploys.running import unit_on_host
 from deploys.services.trial_requests import Candidate
 from deploys.services.unit_requests import deploy_job_cancel
-from tests.deploys.trial_support import PRODUCTION, TrialSide, trial_side  # noqa: F401
+from tests.deploys.trial_support import PRODUCTION, TrialSide
 
 Status = DeployRequest.Status
 NGRAM = "vllm-kimi-k25-int4-ngram"
@@ -54,7 +54,9 @@ def test_production_is_stopped_once_and_each_candidate_runs_alone_in_its_place(
         ("vllm-kimi-k25-int4-ngram-k3.service", "stop"),
         (f"{PRODUCTION}.service", "start"),
     ]
-    positions = set(JobStep.objects.filter(request=request).values_list("trial_position", flat=True))
+    positions = set(
+        JobStep.objects.filter(request=request).values_list("trial_position", flat=True)
+    )
     assert positions == {None, 0, 1, 2}, "None: the host lock, the trial as a whole"
 
 

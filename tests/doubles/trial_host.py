@@ -96,7 +96,9 @@ class _Doubles:
             rec.read("offending_lines", [line])
             rec.provide(Watched(cursor="", journal_lines=(line,), healthy=False))
             ctx.transport.systemctl("stop", "--", ctx.unit, check=False)
-            return StepResult.failed(f"{ctx.unit} ran out of GPU memory while loading", rollback=True)
+            return StepResult.failed(
+                f"{ctx.unit} ran out of GPU memory while loading", rollback=True
+            )
         rec.provide(Watched(cursor="", journal_lines=(), healthy=True))
         return StepResult.success(ready=True)
 
@@ -139,7 +141,9 @@ def scripted_benchmark(script: TrialScript) -> benchmark_hook.BenchmarkStep:
         figures = {"output_tok_s": tok_s, "changes": changes, "baseline_tok_s": PRODUCTION_TOK_S}
         if change <= -5:
             summary = f"{-change:.1f}% slower than production at 1 stream"
-            return StepResult.regressed(summary, rollback=False, gate="regressed", summary=summary, **figures)
+            return StepResult.regressed(
+                summary, rollback=False, gate="regressed", summary=summary, **figures
+            )
         if change >= 5:
             summary = f"{change:.1f}% faster than production at 1 stream"
         else:
