@@ -291,6 +291,7 @@ class TrialCandidate(models.Model):
         REJECTED = "rejected", "Rejected by the host's vLLM (not run)"
         FAILED = "failed", "Failed"
         FASTER = "faster", "Faster than production"
+        PROMOTED = "promoted", "Faster; left running as production"
         SLOWER = "slower", "Slower than production"
         WITHIN = "within", "Within the threshold of production"
         NOISY = "noisy", "Not decided (noisy)"

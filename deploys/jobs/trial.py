@@ -53,7 +53,7 @@ from hostops.channel import TransportError
 from hostops.channel.bounds import clip_text
 from hostops.channel.push import sha256_hex
 from hostops.service import VllmService, vllm_service
-from servebench.names import metric_name
+from servebench.names import metric_name, streams
 from units.models import ProfileVersion
 from units.rendering import environment_items
 from units.speculative import spec_config
@@ -466,6 +466,8 @@ def _finish(trial: _Trial) -> JobOutcome:
             promoted = None  # production comes back instead
     if promoted is None:
         back_failed = _run(trial, back_ctx, steps.back, trial.production)
+    if promoted is not None:
+        _record(promoted, TrialOutcome.PROMOTED, promoted.reason)
     for t in trial.tried:
         if t.pushed and not t.candidate.keep and t is not promoted:
             _run(trial, _no_cancel(t.ctx), steps.remove, Results())
@@ -615,10 +617,17 @@ def _host_state(trial: _Trial) -> str:
 
 
 def change_words(figures: dict[str, Any]) -> list[str]:
-    """Each gated metric's change against production, in the names a person reads."""
-    return [
-        f"{metric_name(c['metric'])} {c['change_pct']:+.1f}%" for c in figures.get("changes", [])
-    ]
+    """Each gated metric's change against production, in the names a person reads
+    ("TPOT p50 at 1 stream 12.0% better"; the gate's change_pct is positive when worse)."""
+    words = []
+    for c in figures.get("changes", []):
+        pct = float(c["change_pct"])
+        where = streams(c.get("concurrency"))
+        words.append(
+            f"{metric_name(c['metric'])} at {where} {abs(pct):.1f}% "
+            + ("worse" if pct > 0 else "better")
+        )
+    return words
 
 
 __all__ = [

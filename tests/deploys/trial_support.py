@@ -14,6 +14,7 @@ from deploys.jobs import benchmark as benchmark_hook
 from deploys.jobs import runner
 from deploys.jobs.pipelines import TRIAL
 from deploys.models import DeployRequest, Host
+from deploys.running import record_read
 from deploys.services import trial_requests
 from deploys.services.deploy_requests import deploy_request_approve
 from deploys.services.trial_requests import Candidate, trial_request_create
@@ -79,6 +80,8 @@ def trial_side(people: People, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tria
     disk.reload()
     disk.active.add(f"{PRODUCTION}.service")
     host = Host.objects.create(name=unique("gpu"), address="localhost", transport="local")
+    # as a probe records it: what runs where (deploys.running) knows production's text
+    record_read(host=host, unit_name=PRODUCTION, data=disk.files[path], step="probe")
     side = TrialSide(people, host, disk, version)
     monkeypatch.setattr(trial_requests, "transport_for", side.connect)
     monkeypatch.setattr(runner, "CANCEL_POLL_S", 0.0)
