@@ -52,7 +52,12 @@ from deploys.jobs.recorder import Recorder
 from deploys.jobs.recording import audit, run_step, skip
 from deploys.jobs.results import Pushed, Restored, Watched
 from deploys.jobs.steps import Outcome, StepResult
-from deploys.jobs.trial import TrialSteps, run_trial
+from deploys.jobs.trial import (
+    TrialSteps,
+    interrupted_host_state,
+    run_trial,
+    where_it_stopped,
+)
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.probe import probe_host
 from deploys.running import known_unit_names, on_host_payload, record_read
@@ -603,11 +608,15 @@ def _interrupt(request: DeployRequest, now: datetime, how: str) -> str:
         + ". The host may be half-way through; nothing is re-run automatically: look at the "
         "host, then request a restart or a rollback"
     )
+    host_state = "unknown: the job did not finish"
+    if request.kind == DeployRequest.Kind.TRIAL:  # which of its units runs now, read there
+        host_state = interrupted_host_state(request)
+        reason += f"; the trial's steps say: {where_it_stopped(request)}"
     with transaction.atomic():
         claimed = DeployRequest.objects.filter(pk=request.pk, status=Status.RUNNING).update(
             status=Status.INTERRUPTED,
             status_reason=reason,
-            host_state="unknown: the job did not finish",
+            host_state=clip_text(host_state, 4000),
             finished_at=now,
         )
         if not claimed:

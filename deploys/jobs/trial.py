@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from deploys.connect import transport_for
 from deploys.jobs import benchmark as benchmark_hook
 from deploys.jobs.context import JobContext, never_cancelled
 from deploys.jobs.flow import Results, Step
@@ -49,9 +51,9 @@ from deploys.jobs.steps import Outcome, StepResult, _lint_approved_text, preflig
 from deploys.models import DeployRequest, JobStep, TrialCandidate
 from deploys.running import record_read
 from deploys.trials import candidates_of
-from hostops.channel import TransportError
+from hostops.channel import Transport, TransportError
 from hostops.channel.bounds import clip_text
-from hostops.channel.push import sha256_hex
+from hostops.channel.push import DEFAULT_UNIT_DIR, sha256_hex
 from hostops.service import VllmService, vllm_service
 from servebench.names import metric_name, streams
 from units.models import ProfileVersion
@@ -578,42 +580,105 @@ def _production_back(confirm: dict[str, Any]) -> str:
     )
 
 
+@dataclass(frozen=True)
+class TrialUnit:
+    """A unit a trial acts on: its name, the text it was approved with, its role."""
+
+    unit_name: str
+    sha256: str
+    role: str  # "production", "candidate 2"
+
+    @property
+    def unit(self) -> str:
+        return f"{self.unit_name}.service"
+
+
+def trial_units(request: DeployRequest) -> list[TrialUnit]:
+    """Production, then each candidate in order."""
+    return [TrialUnit(request.unit_name, request.unit_sha256, "production")] + [
+        TrialUnit(c.unit_name, c.unit_sha256, f"candidate {c.position}")
+        for c in candidates_of(request)
+    ]
+
+
+def units_now(transport: Transport, host_name: str, units: Sequence[TrialUnit]) -> str:
+    """What `host_name` runs as each of `units`, read now: its state and which text its
+    file is (a candidate's file that is gone: "removed"). Raises TransportError."""
+    parts = []
+    for u in units:
+        state = transport.unit_properties(u.unit, ("LoadState", "ActiveState", "SubState"))
+        text = transport.read_file(posixpath.join(DEFAULT_UNIT_DIR, u.unit))
+        if text is None and state.get("LoadState") == "not-found" and u.role != "production":
+            parts.append(f"{u.unit}: removed")
+            continue
+        if text is None:
+            which = "no unit file"
+        elif sha256_hex(text) == u.sha256:
+            which = f"{u.role}'s approved text"
+        else:
+            which = f"another text (sha256 {sha256_hex(text)[:12]}…)"
+        parts.append(
+            f"{u.unit} ({u.role}): {state.get('ActiveState', '?')} "
+            f"({state.get('SubState', '?')}), its file is {which}"
+        )
+    return f"on {host_name}: " + "; ".join(parts)
+
+
 def _host_state(trial: _Trial) -> str:
-    """What the host runs at the end, each unit the trial touched read back: its state and
-    which text its file is."""
+    """What the host runs at the end, each unit the trial touched read back."""
     ctx = trial.job.ctx
     if ctx.existing_transport is None:
         return "unchanged: the job never connected to the host"
-    parts = []
-    units = [(ctx, "production")] + [
-        (t.ctx, f"candidate {t.candidate.position}") for t in trial.tried
-    ]
     try:
-        for unit_ctx, role in units:
-            state = unit_ctx.transport.unit_properties(
-                unit_ctx.unit, ("LoadState", "ActiveState", "SubState")
-            )
-            text = unit_ctx.transport.read_file(unit_ctx.path)
-            if text is None:
-                which = "no unit file"
-            elif sha256_hex(text) == unit_ctx.request.unit_sha256:
-                which = f"{role}'s approved text"
-            else:
-                which = f"another text (sha256 {sha256_hex(text)[:12]}…)"
-            if text is None and state.get("LoadState") == "not-found" and role != "production":
-                parts.append(f"{unit_ctx.unit}: removed")
-                continue
-            parts.append(
-                f"{unit_ctx.unit} ({role}): {state.get('ActiveState', '?')} "
-                f"({state.get('SubState', '?')}), its file is {which}"
-            )
+        return units_now(ctx.transport, ctx.host.name, trial_units(ctx.request))
     except TransportError as exc:
         return f"unknown: {ctx.host.name} could not be read ({exc})"
     finally:
         existing = ctx.existing_transport
         if existing is not None:
             existing.command_log.take()
-    return f"on {ctx.host.name}: " + "; ".join(parts)
+
+
+def where_it_stopped(request: DeployRequest) -> str:
+    """For a trial whose worker stopped: which units its steps last started or stopped,
+    from the recorded steps (what the host should run, if nothing else touched it)."""
+    said = []
+    names = {u.role: u.unit for u in trial_units(request)}
+    steps = JobStep.objects.filter(
+        request=request, name__in=("stop", "start"), trial_position__isnull=False
+    ).exclude(status=JobStep.Status.SKIPPED)
+    last: dict[int, JobStep] = {}
+    for s in steps.order_by("pk"):
+        assert s.trial_position is not None
+        last[s.trial_position] = s
+    for position, s in sorted(last.items()):
+        role = "production" if position == PRODUCTION else f"candidate {position}"
+        unit = names.get(role, role)
+        if s.name == "start":
+            said.append(f"{unit} ({role}) was started by the trial and not stopped since")
+        else:
+            said.append(f"{unit} ({role}) was stopped by the trial and not started since")
+    if not last:
+        return "the trial had not stopped production yet"
+    return "; ".join(said)
+
+
+def interrupted_host_state(
+    request: DeployRequest, connect: Callable[[Any], Transport] | None = None
+) -> str:
+    """What an interrupted trial's page says the host runs: read on the host now where it
+    can be reached, else what the trial's steps last did, saying it was not read."""
+    connect = connect or transport_for
+    try:
+        with connect(request.host) as transport:
+            return units_now(transport, request.host.name, trial_units(request)) + (
+                " (read when the job was marked interrupted)"
+            )
+    except Exception as exc:  # any failure to read: say what the steps say
+        return (
+            f"not read ({type(exc).__name__}: {exc}); from the trial's steps: "
+            + where_it_stopped(request)
+        )
 
 
 def change_words(figures: dict[str, Any]) -> list[str]:
@@ -640,7 +705,11 @@ __all__ = [
     "candidate_preflight",
     "change_words",
     "confirm_benchmark",
+    "interrupted_host_state",
     "reference_benchmark",
     "run_trial",
     "trial_preflight",
+    "trial_units",
+    "units_now",
+    "where_it_stopped",
 ]

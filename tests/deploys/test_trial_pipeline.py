@@ -7,6 +7,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from audit.models import AuditEvent
+from deploys.jobs import runner, trial
 from deploys.models import DeployRequest, JobStep, TrialCandidate
 from deploys.running import unit_on_host
 from deploys.services.trial_requests import Candidate
@@ -155,3 +156,32 @@ def test_a_candidate_row_changed_after_the_approval_voids_the_trial(trial_side: 
     TrialCandidate.objects.filter(request=request).update(keep=True)
     with pytest.raises(ValidationError, match="void"):
         trial_side.run(request)
+
+
+class WorkerKilled(BaseException):
+    """What the worker's death looks like from inside the job: nothing catches it."""
+
+
+def test_a_worker_killed_mid_trial_leaves_it_interrupted_saying_what_runs_on_the_host(
+    trial_side: TrialSide, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def die(request: object) -> None:
+        raise WorkerKilled
+
+    trial_side.script.cancel_at = (f"{NGRAM}.service", "readiness")
+    trial_side.script.on_cancel = die
+    request = trial_side.request(trial_side.candidate(NGRAM))
+    with pytest.raises(WorkerKilled):
+        trial_side.run(request)
+    monkeypatch.setattr(trial, "transport_for", trial_side.connect)
+    assert runner.fail_abandoned_deploys() == 1
+    request.refresh_from_db()
+    assert request.status == Status.INTERRUPTED
+    assert (
+        f"{NGRAM}.service (candidate 1) was started by the trial and not stopped since"
+        in request.status_reason
+    )
+    assert f"{PRODUCTION}.service (production) was stopped by the trial" in request.status_reason
+    assert request.host_state.startswith(f"on {trial_side.host.name}: ")
+    assert f"{PRODUCTION}.service (production): inactive (dead)" in request.host_state
+    assert f"{NGRAM}.service (candidate 1): active (running)" in request.host_state
