@@ -24,7 +24,7 @@ def test_the_form_requests_a_trial_of_the_ticked_versions_in_place_of_production
     trial_side: TrialSide,
 ) -> None:
     candidate = trial_side.candidate(NGRAM)
-    olga = client_for(trial_side.people.olga)
+    olga = client_for(trial_side.requester)
     url = reverse("deploys:trial_new")
     page = olga.get(url, {"host": trial_side.host.pk, "candidate": candidate.pk})
     assert page.status_code == 200
@@ -50,7 +50,7 @@ def test_the_approver_sees_each_candidates_sha256_the_order_and_the_end(
     a, b = trial_side.candidate(NGRAM), trial_side.candidate("vllm-kimi-k25-int4-ngram-k3")
     trial = trial_side.request(a, b, promote_threshold=10)
     html = (
-        client_for(trial_side.people.alice)
+        client_for(trial_side.approver)
         .get(reverse("deploys:request_detail", args=[trial.pk]))
         .content.decode()
     )
@@ -66,7 +66,7 @@ def test_the_job_page_says_the_result_in_words_and_offers_to_promote_a_faster_ca
     trial_side.script.change_pct = {f"{NGRAM}.service": 12.0}
     trial = trial_side.run(trial_side.request(trial_side.candidate(NGRAM)))
     html = (
-        client_for(trial_side.people.olga)
+        client_for(trial_side.requester)
         .get(reverse("deploys:request_detail", args=[trial.pk]))
         .content.decode()
     )

@@ -7,11 +7,12 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from audit.models import AuditEvent
-from deploys.jobs import runner, trial
+from deploys.jobs import runner
 from deploys.models import DeployRequest, JobStep, TrialCandidate
 from deploys.running import unit_on_host
 from deploys.services.trial_requests import Candidate
 from deploys.services.unit_requests import deploy_job_cancel
+from tests.deploys.helpers import People
 from tests.deploys.trial_support import PRODUCTION, TrialSide
 
 Status = DeployRequest.Status
@@ -99,12 +100,13 @@ def test_a_candidate_that_crashes_while_loading_is_recorded_with_its_evidence_an
 
 
 def test_a_cancel_during_a_candidates_readiness_puts_production_back_without_a_second_approval(
-    trial_side: TrialSide,
+    trial_side: TrialSide, people: People
 ) -> None:
+    bob = people.bob
     a, b = trial_side.candidate(NGRAM), trial_side.candidate("vllm-later")
     trial_side.script.cancel_at = (f"{NGRAM}.service", "readiness")
     trial_side.script.on_cancel = lambda req: deploy_job_cancel(
-        request=DeployRequest.objects.get(pk=req.pk), user=trial_side.people.bob
+        request=DeployRequest.objects.get(pk=req.pk), user=bob
     )
     request = trial_side.run(trial_side.request(a, b))
     assert request.status == Status.CANCELLED, request.status_reason
@@ -173,7 +175,6 @@ def test_a_worker_killed_mid_trial_leaves_it_interrupted_saying_what_runs_on_the
     request = trial_side.request(trial_side.candidate(NGRAM))
     with pytest.raises(WorkerKilled):
         trial_side.run(request)
-    monkeypatch.setattr(trial, "transport_for", trial_side.connect)
     assert runner.fail_abandoned_deploys() == 1
     request.refresh_from_db()
     assert request.status == Status.INTERRUPTED

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from deploys.jobs import benchmark as benchmark_hook
-from deploys.jobs import runner
+from deploys.jobs import runner, trial
 from deploys.jobs.pipelines import TRIAL
 from deploys.models import DeployRequest, Host
 from deploys.running import record_read
@@ -32,17 +32,19 @@ PRODUCTION = "vllm-kimi-k25-int4"
 
 @dataclass
 class TrialSide:
-    people: People
+    requester: Any
+    approver: Any
     host: Host
     disk: UnitHost
     production: ProfileVersion
+    production_unit: str = PRODUCTION
     script: TrialScript = field(default_factory=TrialScript)
 
     def connect(self, host: Host) -> Transport:
         return UnitHostTransport(self.disk)
 
     def candidate(self, name: str, **data: Any) -> ProfileVersion:
-        profile = profile_create(data=ngram(name=name, **FAST, **data), created_by=self.people.olga)
+        profile = profile_create(data=ngram(name=name, **FAST, **data), created_by=self.requester)
         return profile.versions.get()
 
     def request(self, *candidates: ProfileVersion | Candidate, **kwargs: Any) -> DeployRequest:
@@ -50,13 +52,13 @@ class TrialSide:
         return trial_request_create(
             host=self.host,
             candidates=list(candidates),
-            requested_by=self.people.olga,
-            production_unit=PRODUCTION,
+            requested_by=self.requester,
+            production_unit=self.production_unit,
             **kwargs,
         )
 
     def run(self, request: DeployRequest) -> DeployRequest:
-        request = deploy_request_approve(request=request, approver=self.people.alice)
+        request = deploy_request_approve(request=request, approver=self.approver)
         runner.run_deploy(
             request.pk, connect=self.connect, trial=TRIAL.mapped(trial_doubles(self.script))
         )
@@ -70,25 +72,39 @@ class TrialSide:
         return self.disk.unit_file(unit_name)
 
 
-@pytest.fixture
-def trial_side(people: People, monkeypatch: pytest.MonkeyPatch) -> Iterator[TrialSide]:
-    """Production `vllm-kimi-k25-int4` (a known version) running on an in-memory host."""
-    version = profile_create(data=baseline(**FAST), created_by=people.olga).versions.get()
+def make_trial_side(requester: Any, approver: Any, production_unit: str = PRODUCTION) -> TrialSide:
+    """Production `production_unit` (a known version) running on an in-memory host."""
+    data = baseline(name=production_unit, **FAST)
+    version = profile_create(data=data, created_by=requester).versions.get()
     disk = UnitHost()
-    path = disk.path(f"{PRODUCTION}.service")
+    path = disk.path(f"{production_unit}.service")
     disk.files[path] = version.unit_text.encode("utf-8")
     disk.reload()
-    disk.active.add(f"{PRODUCTION}.service")
+    disk.active.add(f"{production_unit}.service")
     host = Host.objects.create(name=unique("gpu"), address="localhost", transport="local")
     # as a probe records it: what runs where (deploys.running) knows production's text
-    record_read(host=host, unit_name=PRODUCTION, data=disk.files[path], step="probe")
-    side = TrialSide(people, host, disk, version)
+    record_read(host=host, unit_name=production_unit, data=disk.files[path], step="probe")
+    return TrialSide(requester, approver, host, disk, version, production_unit)
+
+
+def use_trial_side(monkeypatch: pytest.MonkeyPatch, side: TrialSide) -> None:
+    """Requests and interrupted trials read `side`'s host; cancels are seen at once; the
+    benchmark is the side's script (call `unregister` after)."""
     monkeypatch.setattr(trial_requests, "transport_for", side.connect)
+    monkeypatch.setattr(trial, "transport_for", side.connect)
     monkeypatch.setattr(runner, "CANCEL_POLL_S", 0.0)
-    before = benchmark_hook.registered()
     benchmark_hook.register(scripted_benchmark(side.script))
+
+
+@pytest.fixture
+def trial_side(people: People, monkeypatch: pytest.MonkeyPatch) -> Iterator[TrialSide]:
+    """Production `vllm-kimi-k25-int4` (a known version) running on an in-memory host;
+    olga requests, alice approves."""
+    before = benchmark_hook.registered()
+    side = make_trial_side(people.olga, people.alice)
+    use_trial_side(monkeypatch, side)
     yield side
     benchmark_hook.register(before)
 
 
-__all__ = ["PRODUCTION", "TrialSide", "trial_side"]
+__all__ = ["PRODUCTION", "TrialSide", "make_trial_side", "trial_side", "use_trial_side"]
