@@ -27,9 +27,15 @@ from specadmin.access import requires
 Outcome = TrialCandidate.Outcome
 
 
+def _an_id(raw: object) -> bool:
+    """A row id as a form sends it: ASCII digits, short enough for the database."""
+    text = str(raw or "")
+    return text.isascii() and text.isdigit() and len(text) <= 12
+
+
 def _host_of(request: HttpRequest) -> Host | None:
     raw = request.POST.get("host") or request.GET.get("host")
-    if not raw or not str(raw).isdigit():
+    if not _an_id(raw):
         return None
     return Host.objects.filter(pk=int(raw), archived=False).first()
 
@@ -45,10 +51,13 @@ def trial_new(request: HttpRequest) -> HttpResponse:
             initial["host"] = host.pk
         wanted = request.GET.getlist("candidate")
         if wanted:
-            initial["candidates"] = [w for w in wanted if w.isdigit()]
+            initial["candidates"] = [w for w in wanted[:50] if _an_id(w)]
         form = TrialForm(initial=initial, host=host)
         return render(request, "deploys/trial_new.html", {"form": form, "host": host})
-    form = TrialForm(request.POST, host=host)
+    sent = request.POST.copy()  # ids no database holds are left out: "choose one"
+    for name in ("host", "candidates"):
+        sent.setlist(name, [v for v in sent.getlist(name)[:50] if _an_id(v)])
+    form = TrialForm(sent, host=host)
     if form.is_valid():
         data = form.cleaned_data
         try:

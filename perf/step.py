@@ -38,7 +38,7 @@ from perf.services import (
     record_run,
 )
 from servebench.gate import NOISY, REGRESSED, gate, headline, verdict_certainty
-from servebench.names import streams
+from servebench.names import metric_name, streams
 from servebench.runner import BenchError, Progress, RunSettings
 from servebench.schema import BenchResult
 
@@ -294,6 +294,12 @@ def _gated(run: BenchRun, baseline: Baseline, threshold_pct: float) -> Any:
     return verdict
 
 
+def change_said(metric: str, concurrency: int | None, change_pct: float) -> str:
+    """ "TPOT p50 at 1 stream 12.0% better" (the gate's change_pct is positive when worse)."""
+    better = "worse" if change_pct > 0 else "better"
+    return f"{metric_name(metric)} at {streams(concurrency)} {abs(change_pct):.1f}% {better}"
+
+
 def _judge_candidate(
     rec: Recorder,
     run: BenchRun,
@@ -318,7 +324,12 @@ def _judge_candidate(
         "summary": headline(verdict, "production") + _fallback_note(client),
         "certainty": certainty,
         "changes": [
-            {"metric": c.metric, "concurrency": c.concurrency, "change_pct": c.change_pct}
+            {
+                "metric": c.metric,
+                "concurrency": c.concurrency,
+                "change_pct": c.change_pct,
+                "said": change_said(c.metric, c.concurrency, c.change_pct),
+            }
             for c in verdict.comparisons
         ],
         "added_repeats": decided.added_repeats if decided else 0,

@@ -55,7 +55,6 @@ from hostops.channel import Transport, TransportError
 from hostops.channel.bounds import clip_text
 from hostops.channel.push import DEFAULT_UNIT_DIR, sha256_hex
 from hostops.service import VllmService, vllm_service
-from servebench.names import metric_name, streams
 from units.models import ProfileVersion
 from units.rendering import environment_items
 from units.speculative import spec_config
@@ -682,17 +681,9 @@ def interrupted_host_state(
 
 
 def change_words(figures: dict[str, Any]) -> list[str]:
-    """Each gated metric's change against production, in the names a person reads
-    ("TPOT p50 at 1 stream 12.0% better"; the gate's change_pct is positive when worse)."""
-    words = []
-    for c in figures.get("changes", []):
-        pct = float(c["change_pct"])
-        where = streams(c.get("concurrency"))
-        words.append(
-            f"{metric_name(c['metric'])} at {where} {abs(pct):.1f}% "
-            + ("worse" if pct > 0 else "better")
-        )
-    return words
+    """Each gated metric's change against production, in the words the benchmark step
+    wrote with the names a person reads (perf.step: "TPOT p50 at 1 stream 12.0% better")."""
+    return [str(c["said"]) for c in figures.get("changes", []) if c.get("said")]
 
 
 __all__ = [

@@ -20,6 +20,7 @@ from deploys.jobs.recorder import Recorder
 from deploys.jobs.results import Started, Stopped, Watched
 from deploys.jobs.steps import StepResult
 from hostops.gpu_clean import ServiceIdentity
+from perf.step import change_said
 
 PRODUCTION_TOK_S = 73.8
 
@@ -135,8 +136,13 @@ def scripted_benchmark(script: TrialScript) -> benchmark_hook.BenchmarkStep:
         change = script.change_pct.get(unit, -14.7)
         tok_s = round(PRODUCTION_TOK_S * (1 + change / 100), 1)
         changes = [
-            {"metric": "output_throughput", "concurrency": 1, "change_pct": -change},
-            {"metric": "tpot_p50_ms", "concurrency": 1, "change_pct": -change},
+            {
+                "metric": key,
+                "concurrency": 1,
+                "change_pct": -change,
+                "said": change_said(key, 1, -change),
+            }
+            for key in ("output_throughput", "tpot_p50_ms")
         ]
         figures = {"output_tok_s": tok_s, "changes": changes, "baseline_tok_s": PRODUCTION_TOK_S}
         if change <= -5:
