@@ -16,6 +16,7 @@ from deploys.job_settings import changed_labels, job_settings, settings_sha256
 from deploys.models import DeployRequest
 from deploys.running import versions_by_sha
 from deploys.selectors import latest_version_number, rendered_text, sha256_hex
+from deploys.trials import plan_of, plan_problems
 from units.models import ProfileVersion
 
 if TYPE_CHECKING:
@@ -65,6 +66,8 @@ def settings_problems(request: DeployRequest) -> list[str]:
     if settings_sha256(request.job_settings) != request.job_settings_sha256:
         problems.append("the stored job settings do not match their hash")
     now = job_settings(profile_version=request.profile_version)
+    if request.kind == DeployRequest.Kind.TRIAL:  # the trial's plan is approved with them
+        now = now | {"trial": plan_of(request)}
     if settings_sha256(now) != request.job_settings_sha256:
         changes = "; ".join(changed_labels(request.job_settings, now)) or "their hash differs"
         problems.append(f"the job settings changed since the request ({changes})")
@@ -94,8 +97,11 @@ def approval_problems(*, request: DeployRequest, now: datetime | None = None) ->
         refusal = decision_refusal(request, request.decided_by)
         if refusal:
             problems.append(f"approved by {request.decided_by}, who may not: {refusal}")
+    if request.kind == DeployRequest.Kind.TRIAL:
+        problems += plan_problems(request)
     # A restart, rollback or removal names an exact text on the host (or an earlier push),
-    # not what a profile version renders to now: only a deploy is held to the profile.
+    # not what a profile version renders to now; a trial names exact texts too: only a
+    # deploy is held to the profile.
     if request.kind != DeployRequest.Kind.DEPLOY:
         return problems
     return problems + content_problems(request)
@@ -115,6 +121,13 @@ def _versions_brought(request: DeployRequest) -> list[ProfileVersion]:
     """The profile's versions saved after the one running on the host, up to the
     requested one (all of them on a host that never ran the profile): the changes this
     deploy brings. A restart, rollback or removal brings no new change (none)."""
+    if request.kind == DeployRequest.Kind.TRIAL:
+        # Every candidate is a change the trial brings to the host (for a while, or for
+        # good when promoted): its authors do not approve it.
+        return sorted(
+            {c.profile_version for c in request.candidates.select_related("profile_version")},
+            key=lambda v: (v.profile_id, v.number),
+        )
     if request.kind != DeployRequest.Kind.DEPLOY:
         return []
     since = running_version_number(request)

@@ -58,6 +58,21 @@ def cancel_plan(request: DeployRequest) -> CancelPlan:
         )
     stops = "The job stops at its next step (a wait, such as readiness, at once). "
     policy = PipelinePolicy.from_profile_data(request.profile_version.data)
+    if request.kind == Kind.TRIAL:
+        y = _named(request.unit_sha256, unit)
+        return CancelPlan(
+            f"stop the candidate that runs, start production {y} again and wait for it",
+            [
+                "Stop the candidate that runs now (if one does) and wait until its GPUs are free.",
+                f"Start {y} ({unit}) again and wait until it is ready (up to "
+                f"{policy.ready_timeout_s / 60:g} min), then measure it once.",
+                "Remove the candidates' unit files, unless kept.",
+            ],
+            "If production has not been stopped yet when the job sees the cancel, it just "
+            "stops. Putting production back is what the trial's approval covers: no second "
+            "approval, and a cancel never interrupts it.",
+            f"Cancel the trial and put {y} back",
+        )
     if request.kind not in (Kind.DEPLOY, Kind.ROLLBACK):
         kind = request.get_kind_display().lower()
         return CancelPlan(

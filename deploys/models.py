@@ -105,6 +105,9 @@ class DeployRequest(models.Model):
         RESTART = "restart", "Restart"
         ROLLBACK = "rollback", "Roll back"
         REMOVE = "remove", "Remove"
+        # Production stopped, candidates tried in its place one by one, production back
+        # (deploys.jobs.trial; the candidates are TrialCandidate rows).
+        TRIAL = "trial", "Trial"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Waiting for approval"
@@ -176,6 +179,10 @@ class DeployRequest(models.Model):
     )
     last_step = models.CharField(max_length=60, blank=True)
     host_state = models.TextField(blank=True)
+    # A trial approved with "promote": the best candidate stays running as production when
+    # it beats production by at least this many percent on every gated metric (None: never;
+    # part of the trial's plan, which the approval pins: deploys.trials).
+    trial_promote_pct = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["-requested_at"]
@@ -255,6 +262,9 @@ class JobStep(models.Model):
     reads = models.JSONField(default=dict, blank=True)
     # While running: elapsed seconds and the latest message, for the live job page.
     progress = models.JSONField(default=dict, blank=True)
+    # A trial's steps: which unit they acted on (0: production, i: candidate i; None:
+    # the trial as a whole, or a job that is no trial).
+    trial_position = models.PositiveSmallIntegerField(null=True, blank=True)
 
     @property
     def title(self) -> str:
@@ -268,6 +278,59 @@ class JobStep(models.Model):
 
     class Meta:
         ordering = ["request", "started_at", "pk"]
+
+
+class TrialCandidate(models.Model):
+    """One candidate of a trial (a DeployRequest of kind TRIAL): the version tried in
+    production's place, in its turn, as the exact unit text the approver saw (its sha256 is
+    pinned by the approval with the order and the end action: `deploys.trials`), and how it
+    went (its outcome, the verdict against production's baseline in words, its figures)."""
+
+    class Outcome(models.TextChoices):
+        PENDING = "", "Not tried yet"
+        REJECTED = "rejected", "Rejected by the host's vLLM (not run)"
+        FAILED = "failed", "Failed"
+        FASTER = "faster", "Faster than production"
+        PROMOTED = "promoted", "Faster; left running as production"
+        SLOWER = "slower", "Slower than production"
+        WITHIN = "within", "Within the threshold of production"
+        NOISY = "noisy", "Not decided (noisy)"
+        MEASURED = "measured", "Ran; not compared"
+        CANCELLED = "cancelled", "Cancelled"
+
+    request = models.ForeignKey(DeployRequest, on_delete=models.PROTECT, related_name="candidates")
+    position = models.PositiveSmallIntegerField()
+    profile_version = models.ForeignKey(
+        ProfileVersion, on_delete=models.PROTECT, related_name="trial_candidates"
+    )
+    unit_name = models.CharField(max_length=247, validators=[validate_unit_name])
+    unit_text = models.TextField()
+    unit_sha256 = models.CharField(max_length=64)
+    # What the host had under that name when the trial was requested ("" : nothing).
+    host_unit_sha256 = models.CharField(max_length=64, blank=True)
+    lint_findings = models.JSONField(default=list, blank=True)
+    # Keep the candidate's unit file on the host at the end (it is stopped either way).
+    keep = models.BooleanField(default=False)
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, blank=True)
+    outcome_reason = models.TextField(blank=True)
+    # The benchmark's figures and the gate's words (bench_run, output_tok_s, summary, …).
+    figures = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["request", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["request", "position"], name="unique_trial_candidate_position"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"candidate {self.position} of #{self.request_id}: {self.unit_name}.service"
+
+    @property
+    def label(self) -> str:
+        """ "vllm-kimi-ngram v2 as vllm-kimi-ngram.service" """
+        return f"{self.profile_version} as {self.unit_name}.service"
 
 
 class PushedUnit(models.Model):

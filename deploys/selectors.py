@@ -123,9 +123,17 @@ def rendered_text(*, profile_version: ProfileVersion) -> str:
     return render_unit(profile_version.data)
 
 
-def unit_for_host(*, profile_version: ProfileVersion, host: Host, unit_name: str) -> HostUnit:
+def unit_for_host(
+    *,
+    profile_version: ProfileVersion,
+    host: Host,
+    unit_name: str,
+    not_beside: frozenset[str] = frozenset(),
+) -> HostUnit:
     """Render `profile_version` and lint it as `<unit_name>.service` for the host's
-    versions."""
+    versions. `not_beside`: unit names (without `.service`) that will not run at the same
+    time (a trial stops production while a candidate runs), left out of the cross-unit
+    rules (VL325 shared port, VL332 GPUs asked twice)."""
     text = rendered_text(profile_version=profile_version)
     systemd_version, vllm_version, notes = lint_versions(profile_version=profile_version, host=host)
     options = dataclasses.replace(
@@ -138,7 +146,7 @@ def unit_for_host(*, profile_version: ProfileVersion, host: Host, unit_name: str
     neighbours = {
         f"{push.unit_name}.service": push.text
         for push in deployed_units(host=host)
-        if push.unit_name != unit_name
+        if push.unit_name != unit_name and push.unit_name not in not_beside
     }
     report = lint_beside(text, name, neighbours, options)
     findings = sorted(report.findings, key=lambda f: (-int(f.severity), f.span.start, f.code))

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from deploys import import_views, job_views, views
+from deploys import import_views, job_views, trial_views, views
 
 app_name = "deploys"
 
@@ -26,6 +26,7 @@ urlpatterns = [
     ),
     path("requests/", views.request_list, name="request_list"),
     path("requests/new/", views.request_new, name="request_new"),
+    path("trials/new/", trial_views.trial_new, name="trial_new"),
     path("requests/<int:pk>/", views.request_detail, name="request_detail"),
     path("requests/<int:pk>/approve/", views.request_approve, name="request_approve"),
     path("requests/<int:pk>/reject/", views.request_reject, name="request_reject"),

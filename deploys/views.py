@@ -42,6 +42,7 @@ from deploys.permissions import (
     VIEW_REQUEST,
 )
 from deploys.services import deploy_requests, hosts, unit_adoptions
+from deploys.trial_views import trial_context
 from hostops.channel import TransportError
 from specadmin.access import requires
 from units.masking import can_see_secrets, mask_text
@@ -375,7 +376,8 @@ def request_list(request: HttpRequest) -> HttpResponse:
 def request_new(request: HttpRequest) -> HttpResponse:
     """Choose version + host (+ unit name) → preview (diff, findings) → submit."""
     if request.method == "GET":
-        initial = {k: request.GET[k] for k in ("profile_version", "host") if request.GET.get(k)}
+        wanted = ("profile_version", "host", "unit_name")
+        initial = {k: request.GET[k] for k in wanted if request.GET.get(k)}
         return render(
             request, "deploys/request_new.html", {"form": DeployRequestForm(initial=initial)}
         )
@@ -481,6 +483,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 host=deploy.host, unit_name=deploy.unit_name, sha=deploy.host_unit_sha256
             ),
             **job_context(deploy, user),
+            **trial_context(deploy),
             "overdue": overdue,
             "own": own,
             "refusal": refusal,

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from deploys.jobs.benchmark import BenchmarkJob
+from deploys.jobs.benchmark import CANDIDATE, CONFIRM, REFERENCE, BenchmarkJob
 from deploys.jobs.recorder import Recorder
 from deploys.jobs.steps import StepResult
 from perf.client import Client, benchmark_client
@@ -31,13 +31,14 @@ from perf.selectors import baseline_for, policy_from_settings
 from perf.services import (
     Decided,
     accept_baseline,
+    check_drift,
     compare_with_baseline,
     measure_until_decided,
     record_regression,
     record_run,
 )
-from servebench.gate import NOISY, REGRESSED, headline, verdict_certainty
-from servebench.names import streams
+from servebench.gate import NOISY, REGRESSED, gate, headline, verdict_certainty
+from servebench.names import metric_name, streams
 from servebench.runner import BenchError, Progress, RunSettings
 from servebench.schema import BenchResult
 
@@ -108,12 +109,29 @@ def benchmark_step(job: BenchmarkJob) -> StepResult:
         return StepResult.failed(f"benchmark: {exc}")
 
 
+def _reference_profile(job: BenchmarkJob) -> Any:
+    """Whose baseline the measurement is compared with: production's for a trial's
+    candidate, else the measured unit's own profile."""
+    if job.role == CANDIDATE and job.against is not None:
+        return job.against.profile
+    return job.ctx.request.profile_version.profile
+
+
 def _measure(job: BenchmarkJob, policy: BenchPolicy, client: Client) -> StepResult:
     """Measure with `client` (more repeats while not sure), store the run, and judge it."""
     assert job.service is not None
     ctx, rec = job.ctx, job.rec
     profile = ctx.request.profile_version.profile
-    baseline = baseline_for(profile, ctx.host)
+    baseline = baseline_for(_reference_profile(job), ctx.host)
+    if job.role == REFERENCE and baseline is not None:
+        rec.log(f"production's baseline on {ctx.host.name} is run #{baseline.run_id}")
+        return StepResult.skipped(
+            f"production has a baseline here (run #{baseline.run_id}): it is the reference",
+            baseline_run=baseline.run_id,
+            output_tok_s=baseline.run.output_tok_s,
+        )
+    if job.role == CANDIDATE and baseline is None:
+        return StepResult.failed("production has no baseline on this host to compare with")
     settings = run_settings(
         policy, baseline.run.settings if baseline else None, client.url, job.service.api_key
     )
@@ -125,7 +143,7 @@ def _measure(job: BenchmarkJob, policy: BenchPolicy, client: Client) -> StepResu
     except BenchError as exc:
         return StepResult.failed(f"benchmark could not start: {exc}", **_where(client))
     decided = None
-    if baseline is not None and not result.incomplete:
+    if baseline is not None and not result.incomplete and job.role != CONFIRM:
         decided = measure_until_decided(
             baseline=BenchResult.from_dict(baseline.run.result),
             first=result,
@@ -154,6 +172,10 @@ def _measure(job: BenchmarkJob, policy: BenchPolicy, client: Client) -> StepResu
         return _incomplete(result, run, client)
     if baseline is None:
         return _first_baseline(job, run, client)
+    if job.role == CONFIRM:
+        return _confirm(rec, run, baseline, policy, client)
+    if job.role == CANDIDATE:
+        return _judge_candidate(rec, run, baseline, policy, client, decided)
     return _judge(rec, run, baseline, policy, client, decided)
 
 
@@ -204,10 +226,11 @@ def _fallback_note(client: Client) -> str:
 
 
 def _first_baseline(job: BenchmarkJob, run: BenchRun, client: Client) -> StepResult:
+    why = "trial" if job.role in (REFERENCE, CONFIRM) else "deploy"
     accept_baseline(
         run=run,
         actor=None,
-        reason=f"first benchmark of this profile on this host (deploy #{job.ctx.request.pk})",
+        reason=f"first benchmark of this profile on this host ({why} #{job.ctx.request.pk})",
     )
     job.rec.log(f"run #{run.pk} is the baseline of this profile on this host")
     first = BenchResult.from_dict(run.result).concurrencies
@@ -257,3 +280,93 @@ def _judge(
             + (f"; {decided.stopped}" if decided else "")
         )
     return StepResult.success(**figures)
+
+
+def _gated(run: BenchRun, baseline: Baseline, threshold_pct: float) -> Any:
+    """The gate of `run` against `baseline` (of any profile), stored on the run."""
+    verdict = gate(
+        BenchResult.from_dict(baseline.run.result), BenchResult.from_dict(run.result), threshold_pct
+    )
+    run.baseline_run = baseline.run
+    run.gate = verdict.to_dict()
+    run.verdict = verdict.verdict
+    run.save(update_fields=["baseline_run", "gate", "verdict"])
+    return verdict
+
+
+def change_said(metric: str, concurrency: int | None, change_pct: float) -> str:
+    """ "TPOT p50 at 1 stream 12.0% better" (the gate's change_pct is positive when worse)."""
+    better = "worse" if change_pct > 0 else "better"
+    return f"{metric_name(metric)} at {streams(concurrency)} {abs(change_pct):.1f}% {better}"
+
+
+def _judge_candidate(
+    rec: Recorder,
+    run: BenchRun,
+    baseline: Baseline,
+    policy: BenchPolicy,
+    client: Client,
+    decided: Decided | None,
+) -> StepResult:
+    """A trial's candidate against production's baseline on the host: its verdict in
+    words ("14.7% slower than production at 1 stream"); slower is `regressed` (the trial
+    records it and goes on; nothing is rolled back by this step)."""
+    verdict = _gated(run, baseline, policy.threshold_pct)
+    for reason in verdict.reasons:
+        rec.log(reason)
+    certainty = verdict_certainty(verdict)
+    rec.log(f"how sure: {certainty}")
+    figures = _figures(run) | _where(client)
+    figures |= {
+        "baseline_run": baseline.run_id,
+        "baseline_tok_s": baseline.run.output_tok_s,
+        "gate": verdict.verdict,
+        "summary": headline(verdict, "production") + _fallback_note(client),
+        "certainty": certainty,
+        "changes": [
+            {
+                "metric": c.metric,
+                "concurrency": c.concurrency,
+                "change_pct": c.change_pct,
+                "said": change_said(c.metric, c.concurrency, c.change_pct),
+            }
+            for c in verdict.comparisons
+        ],
+        "added_repeats": decided.added_repeats if decided else 0,
+    }
+    if verdict.verdict == REGRESSED:
+        return StepResult.regressed(
+            f"slower than production's baseline run #{baseline.run_id}: "
+            + "; ".join(verdict.reasons),
+            rollback=False,
+            **figures,
+        )
+    return StepResult.success(**figures)
+
+
+def _confirm(
+    rec: Recorder, run: BenchRun, baseline: Baseline, policy: BenchPolicy, client: Client
+) -> StepResult:
+    """Production measured again at the end of a trial: its speed, whether it came back
+    slower than its baseline (loud on the job page, never a failure: it is what runs), and
+    whether the machine drifted while the candidates ran."""
+    verdict = _gated(run, baseline, policy.threshold_pct)
+    moved = check_drift(baseline.run, run, policy.threshold_pct)
+    rec.log(moved.sentence())
+    slower = verdict.verdict == REGRESSED
+    if slower:
+        rec.log("PRODUCTION CAME BACK SLOWER THAN ITS BASELINE: " + "; ".join(verdict.reasons))
+    return StepResult.success(
+        **_figures(run),
+        **_where(client),
+        baseline_run=baseline.run_id,
+        baseline_tok_s=baseline.run.output_tok_s,
+        gate=verdict.verdict,
+        slower=slower,
+        drifted=moved.drifted,
+        drift=moved.sentence(),
+        summary=(
+            f"production back at {run.output_tok_s or 0:.1f} tok/s"
+            + (f", SLOWER than its baseline: {headline(verdict)}" if slower else "")
+        ),
+    )

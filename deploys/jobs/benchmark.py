@@ -34,16 +34,27 @@ from deploys.jobs.context import JobContext
 from deploys.jobs.recorder import Recorder
 from deploys.jobs.steps import StepResult
 from hostops.service import VllmService
+from units.models import ProfileVersion
+
+DEPLOY = "deploy"  # a deploy's new unit, gated against its own (profile, host) baseline
+# A trial (deploys.jobs.trial): production measured first where it has no baseline on the
+# host yet (that run becomes its baseline: the reference); a candidate, measured with the
+# baseline's settings and gated against production's baseline (`against`), never becoming
+# a baseline itself; production measured again at the end (its speed, and the drift).
+REFERENCE, CANDIDATE, CONFIRM = "reference", "candidate", "confirm"
 
 
 @dataclass(frozen=True)
 class BenchmarkJob:
-    """What the benchmark is given: the job's context, the step's recorder, and the vLLM
-    server to measure (None: the unit runs none)."""
+    """What the benchmark is given: the job's context, the step's recorder, the vLLM
+    server to measure (None: the unit runs none), what it is measured for (`role`), and
+    for a trial's candidate the production version whose baseline it is gated against."""
 
     ctx: JobContext
     rec: Recorder
     service: VllmService | None
+    role: str = DEPLOY
+    against: ProfileVersion | None = None
 
 
 BenchmarkStep = Callable[[BenchmarkJob], StepResult]
@@ -68,4 +79,13 @@ def benchmark(job: BenchmarkJob) -> StepResult:
     return _implementation(job)
 
 
-__all__ = ["BenchmarkJob", "benchmark", "register", "registered"]
+__all__ = [
+    "CANDIDATE",
+    "CONFIRM",
+    "DEPLOY",
+    "REFERENCE",
+    "BenchmarkJob",
+    "benchmark",
+    "register",
+    "registered",
+]

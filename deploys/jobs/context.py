@@ -70,6 +70,10 @@ class JobContext:
     cancel_requested: Callable[[], bool] = never_cancelled
     unit_dir: str = DEFAULT_UNIT_DIR
     phase: str = JobStep.Phase.MAIN
+    # A trial's steps: the unit they act on (0: production, i: candidate i; None: the
+    # trial as a whole, or no trial). `request` is then that unit's view of the trial
+    # (deploys.jobs.trial.candidate_context): its name, text and profile version.
+    trial_position: int | None = None
 
     @classmethod
     def open(

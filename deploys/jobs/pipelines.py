@@ -4,7 +4,8 @@ each step needs from the earlier ones and what it provides (`deploys.jobs.flow`)
 deploy / rollback-to-version: preflight → vLLM check → push → daemon-reload → stop →
 GPU-clean → start → journal check → readiness → benchmark (deploys only);
 restart: the same without push and daemon-reload; remove: preflight → stop → GPU-clean →
-remove. A failure or a cancel once the unit file or the service was touched runs ROLLBACK
+remove; trial: the parts of `TRIAL`, which `deploys.jobs.trial` runs in turn per
+unit. A failure or a cancel once the unit file or the service was touched runs ROLLBACK
 (when the profile allows it): put the previous unit back, then — if the service ran before the job —
 the same stop → GPU-clean → start → journal → readiness path for it. The rollback starts
 from what preflight found and what push replaced (ROLLBACK_STARTS_FROM), nothing else.
@@ -32,6 +33,14 @@ from deploys.jobs.service_steps import (
     vllm_check,
 )
 from deploys.jobs.steps import daemon_reload, preflight, push
+from deploys.jobs.trial import (
+    TrialSteps,
+    candidate_benchmark,
+    candidate_preflight,
+    confirm_benchmark,
+    reference_benchmark,
+    trial_preflight,
+)
 from deploys.jobs.unit_steps import remove_unit, restore_previous
 from deploys.models import DeployRequest
 
@@ -59,9 +68,53 @@ PIPELINES: dict[str, Steps] = {
     Kind.RESTART: (PREFLIGHT, VLLM_CHECK, *RESTART_PATH),
     Kind.REMOVE: (PREFLIGHT, STOP, GPU_CLEAN, REMOVE),
 }
+# A trial (deploys.jobs.trial): each part runs on one unit's view of the trial, some
+# parts once per candidate; each is checked from what its unit's earlier parts provided.
+TRIAL_PREFLIGHT = step("trial_preflight", trial_preflight, provides=Preflighted)
+CANDIDATE_PREFLIGHT = step("candidate_preflight", candidate_preflight, provides=Preflighted)
+REFERENCE_BENCHMARK = step("reference_benchmark", reference_benchmark, (Found,))
+CANDIDATE_BENCHMARK = step("candidate_benchmark", candidate_benchmark, (Found,))
+CONFIRM_BENCHMARK = step("confirm_benchmark", confirm_benchmark, (Found,))
+TRIAL = TrialSteps(
+    before=(TRIAL_PREFLIGHT,),
+    check=(CANDIDATE_PREFLIGHT, VLLM_CHECK),
+    reference=(REFERENCE_BENCHMARK,),
+    stop_production=(STOP, GPU_CLEAN),
+    candidate=(PUSH, DAEMON_RELOAD, START, JOURNAL_CHECK, READINESS, CANDIDATE_BENCHMARK),
+    stop_candidate=(STOP, GPU_CLEAN),
+    back=(GPU_CLEAN, START, JOURNAL_CHECK, READINESS, CONFIRM_BENCHMARK),
+    remove=(REMOVE,),
+)
+# Each part of a trial, with what its unit's earlier parts provide: production's parts
+# follow one another (before → reference → stop_production → back), a candidate's follow
+# its check (check → candidate → stop_candidate).
+TRIAL_CHECKED: dict[str, tuple[Steps, tuple[type, ...]]] = {
+    "trial: production before anything is stopped": (TRIAL.before + TRIAL.reference, ()),
+    "trial: each candidate's check": (TRIAL.check, ()),
+    "trial: production stopped and back": (
+        TRIAL.stop_production + TRIAL.back,
+        (Preflighted,),
+    ),
+    "trial: each candidate in production's place": (
+        TRIAL.candidate + TRIAL.stop_candidate,
+        (Preflighted,),
+    ),
+    "trial: a candidate's unit file removed": (TRIAL.remove, ()),
+}
+
 # Steps after which nothing on the host has changed yet: a job interrupted there may run
 # again from the start (deploys.jobs.runner).
-HOST_UNTOUCHED = frozenset({"", "host_lock", "preflight", "vllm_check"})
+HOST_UNTOUCHED = frozenset(
+    {
+        "",
+        "host_lock",
+        "preflight",
+        "vllm_check",
+        "trial_preflight",
+        "candidate_preflight",
+        "reference_benchmark",
+    }
+)
 
 
 def _if_restarting(s: Step) -> Step:
@@ -101,6 +154,7 @@ ROLLBACK: Steps = (
 CHECKED: dict[str, tuple[Steps, tuple[type, ...]]] = {
     **{f"{kind} request": (steps, ()) for kind, steps in PIPELINES.items()},
     "rollback after a failure": (ROLLBACK, ROLLBACK_STARTS_FROM),
+    **TRIAL_CHECKED,
 }
 
 
@@ -123,6 +177,7 @@ __all__ = [
     "PIPELINES",
     "ROLLBACK",
     "ROLLBACK_STARTS_FROM",
+    "TRIAL",
     "Steps",
     "can_roll_back",
     "host_touched",

@@ -83,7 +83,9 @@ def run_step(ctx: JobContext, step: Step, results: Results) -> StepResult:
     keep what it provides in `results`."""
     request, name, phase = ctx.request, step.name, ctx.phase
     with transaction.atomic():
-        row = JobStep.objects.create(request=request, name=name, phase=phase)
+        row = JobStep.objects.create(
+            request=request, name=name, phase=phase, trial_position=ctx.trial_position
+        )
         audit(
             AuditKind.JOB_STEP_STARTED,
             request,
@@ -152,6 +154,7 @@ def skip(ctx: JobContext, names: list[str], why: str) -> None:
             status=JobStep.Status.SKIPPED,
             finished_at=now,
             log=f"not run: {why}",
+            trial_position=ctx.trial_position,
         )
         for name in names
     )

@@ -23,7 +23,6 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -39,11 +38,13 @@ from deploys.jobs.context import JobContext, never_cancelled
 from deploys.jobs.flow import Results, Step, step
 from deploys.jobs.lease import LOCK_STEP, HostBusy, HostLease, lease_seconds, wait_seconds
 from deploys.jobs.liveness import lost_workers
+from deploys.jobs.outcome import Job, JobOutcome, cancelled_by
 from deploys.jobs.pipelines import (
     HOST_UNTOUCHED,
     PIPELINES,
     ROLLBACK,
     ROLLBACK_STARTS_FROM,
+    TRIAL,
     Steps,
     can_roll_back,
     host_touched,
@@ -52,6 +53,12 @@ from deploys.jobs.recorder import Recorder
 from deploys.jobs.recording import audit, run_step, skip
 from deploys.jobs.results import Pushed, Restored, Watched
 from deploys.jobs.steps import Outcome, StepResult
+from deploys.jobs.trial import (
+    TrialSteps,
+    interrupted_host_state,
+    run_trial,
+    where_it_stopped,
+)
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.probe import probe_host
 from deploys.running import known_unit_names, on_host_payload, record_read
@@ -82,25 +89,6 @@ _DONE: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class JobOutcome:
-    """How a job ended: the request's final status, the reason its page shows, and what
-    the final audit event adds (a cancel: who, when, what was put back)."""
-
-    status: str
-    reason: str
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Job:
-    """One run of a request's job as the runner holds it: the context of the phase that
-    runs (the lease added once taken; the rollback's own copy), and that phase's results."""
-
-    ctx: JobContext
-    results: Results = field(default_factory=Results)
-
-
 def _connect(host: Host) -> Transport:
     return transport_for(host)
 
@@ -115,16 +103,20 @@ def run_deploy(
     steps: Steps | None = None,
     connect: Callable[[Host], Transport] = _connect,
     lock_wait: float | None = None,
+    trial: TrialSteps | None = None,
 ) -> str:
-    """Run the job of an approved request; return the request's final status.
+    """Run the job of an approved request; return the request's final status. `steps`
+    (a deploy's, restart's, …) and `trial` (a trial's parts): tests give doubles.
 
     A request that is not `approved` is left alone and its current status returned (a
     duplicate delivery), unless it is `running` without a live worker (`_redelivered`).
     """
     request = _claim(request_id)
     if request is None:
-        return _redelivered(request_id, steps=steps, connect=connect, lock_wait=lock_wait)
-    return _run(request, steps, connect, lock_wait)
+        return _redelivered(
+            request_id, steps=steps, connect=connect, lock_wait=lock_wait, trial=trial
+        )
+    return _run(request, steps, connect, lock_wait, trial)
 
 
 def _run(
@@ -132,15 +124,16 @@ def _run(
     steps: Steps | None,
     connect: Callable[[Host], Transport],
     lock_wait: float | None,
+    trial: TrialSteps | None = None,
 ) -> str:
     job = Job(JobContext.open(request, connect, cancel_requested=_cancel_checker(request.pk)))
     try:
         try:
-            outcome = _run_claimed(job, steps or PIPELINES[request.kind], lock_wait)
+            outcome = _run_claimed(job, steps or PIPELINES.get(request.kind, ()), lock_wait, trial)
         except Exception as exc:  # a bug or a database failure between steps
             log.exception("deploy request #%s crashed", request.pk)
             outcome = JobOutcome(Status.FAILED, f"job crashed: {type(exc).__name__}: {exc}")
-        return _finish(job.ctx, outcome, _final_host_state(job))
+        return _finish(job.ctx, outcome, outcome.host_state or _final_host_state(job))
     finally:
         _clean_up(job.ctx)
 
@@ -216,11 +209,15 @@ def _hold_host(job: Job, names: list[str], lock_wait: float | None) -> JobOutcom
     return JobOutcome(Status.FAILED, f"{LOCK_STEP}: {lock.reason}")
 
 
-def _run_claimed(job: Job, steps: Steps, lock_wait: float | None) -> JobOutcome:
+def _run_claimed(
+    job: Job, steps: Steps, lock_wait: float | None, trial: TrialSteps | None = None
+) -> JobOutcome:
     names = [s.name for s in steps]
     held = _hold_host(job, names, lock_wait)
     if held is not None:
         return held
+    if job.ctx.kind == DeployRequest.Kind.TRIAL:
+        return run_trial(job, trial or TRIAL)
     ctx = job.ctx
     for index, current in enumerate(steps):
         name = current.name
@@ -314,7 +311,7 @@ def cancel_and_put_back(job: Job, when: str) -> JobOutcome:
     cancel never interrupts that. Nothing changed yet: it just stops. The outcome says
     exactly which of these happened (docs/architecture.md, "The restart pipeline")."""
     ctx = job.ctx
-    who = _cancelled_by(ctx)
+    who = cancelled_by(ctx)
     said = f"cancelled by {who} {when}"
 
     def outcome(status: str, then: str, sep: str = ", ") -> JobOutcome:
@@ -367,15 +364,6 @@ def _put_back(results: Results) -> str:
         if _healthy(results)
         else "previous unit restored and started"
     )
-
-
-def _cancelled_by(ctx: JobContext) -> str:
-    who = (
-        DeployRequest.objects.filter(pk=ctx.request.pk)
-        .values_list("cancel_requested_by__username", flat=True)
-        .first()
-    )
-    return who or "someone"
 
 
 def _lock_step(wait: float | None) -> Step:
@@ -435,6 +423,8 @@ def _budget_problem(ctx: JobContext, lock_wait: float | None) -> str:
     if not timeout:
         return ""
     passes = 2 if ctx.policy.rollback else 1
+    if ctx.kind == DeployRequest.Kind.TRIAL:  # each candidate once, then production again
+        passes = ctx.request.candidates.count() + 1
     worst = (wait_seconds() if lock_wait is None else lock_wait) + passes * (
         ctx.policy.worst_case_s()
     )
@@ -566,6 +556,7 @@ def _redelivered(
     steps: Steps | None,
     connect: Callable[[Host], Transport],
     lock_wait: float | None,
+    trial: TrialSteps | None = None,
 ) -> str:
     """A delivery of a request that is not `approved`: usually a duplicate (do nothing).
 
@@ -608,7 +599,7 @@ def _redelivered(
                 "resumed": "the worker stopped before anything changed on the host",
             },
         )
-    return _run(request, steps, connect, lock_wait)
+    return _run(request, steps, connect, lock_wait, trial)
 
 
 def _interrupt(request: DeployRequest, now: datetime, how: str) -> str:
@@ -625,11 +616,15 @@ def _interrupt(request: DeployRequest, now: datetime, how: str) -> str:
         + ". The host may be half-way through; nothing is re-run automatically: look at the "
         "host, then request a restart or a rollback"
     )
+    host_state = "unknown: the job did not finish"
+    if request.kind == DeployRequest.Kind.TRIAL:  # which of its units runs now, read there
+        host_state = interrupted_host_state(request)
+        reason += f"; the trial's steps say: {where_it_stopped(request)}"
     with transaction.atomic():
         claimed = DeployRequest.objects.filter(pk=request.pk, status=Status.RUNNING).update(
             status=Status.INTERRUPTED,
             status_reason=reason,
-            host_state="unknown: the job did not finish",
+            host_state=clip_text(host_state, 4000),
             finished_at=now,
         )
         if not claimed:

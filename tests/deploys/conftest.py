@@ -29,6 +29,7 @@ from tests.deploys.qcluster_support import (  # noqa: F401  (fixtures of the qcl
     sqlite_orm,
     start_clusters,
 )
+from tests.deploys.trial_support import trial_side  # noqa: F401  (fixture of the trial tests)
 from tests.testhost.host import TestHost, boot_hosts
 from tests.testhost.pytest_plugin import unavailable_reason
 from tests.units.factories import baseline

@@ -1,0 +1,83 @@
+"""The trial form: production on a host, the candidate versions in order, what happens at
+the end (docs/trials.md). The service (`deploys.services.trial_requests`) checks it all
+again; the form gives each refusal its field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from deploys.forms import HostChoiceField
+from deploys.models import Host
+from deploys.running import units_on_host
+from deploys.selectors import deployable_hosts
+from deploys.services.trial_requests import MAX_CANDIDATES
+from units.models import ProfileVersion
+
+
+class CandidateChoiceField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj: ProfileVersion) -> str:
+        return f"{obj.profile.name} v{obj.number}"
+
+
+def candidate_versions() -> Any:
+    """Every version of every active profile (a trial may try an older one too)."""
+    return (
+        ProfileVersion.objects.filter(profile__archived=False)
+        .select_related("profile")
+        .order_by("profile__name", "-number")
+    )
+
+
+def production_choices(host: Host | None) -> list[tuple[str, str]]:
+    """The units on `host` whose text is a version specadmin knows (a trial must be able
+    to start that text again), by unit name."""
+    if host is None:
+        return []
+    return [
+        (u.unit_name, f"{u.unit_name}.service — {u.text.name}")
+        for u in units_on_host(host=host)
+        if u.seen.present and u.text.versions
+    ]
+
+
+class TrialForm(forms.Form):
+    host = HostChoiceField(queryset=Host.objects.none(), help_text="Hosts with a pinned key")
+    production_unit = forms.ChoiceField(
+        label="Production (what runs there now)",
+        help_text="Stopped while each candidate runs in its place; started again at the end.",
+        choices=(),
+    )
+    candidates = CandidateChoiceField(
+        queryset=ProfileVersion.objects.none(),
+        label="Candidates",
+        help_text=f"Tried one by one, in this list's order; at most {MAX_CANDIDATES}. Each "
+        "runs as its profile's unit name.",
+        widget=forms.CheckboxSelectMultiple,
+    )
+    keep = forms.BooleanField(
+        required=False, label="Keep the candidates' unit files on the host (stopped)"
+    )
+    promote_threshold = forms.FloatField(
+        required=False,
+        min_value=0.1,
+        max_value=100,
+        label="Promote at (%) (optional)",
+        help_text="If the best candidate beats production by at least this much on every "
+        "gated metric, leave it running as production. Empty: production always comes back.",
+    )
+    acknowledge_warnings = forms.BooleanField(
+        required=False, label="I have read the candidates' lint warnings and accept them"
+    )
+
+    def __init__(self, *args: Any, host: Host | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["host"].queryset = deployable_hosts()
+        self.fields["candidates"].queryset = candidate_versions()
+        choices = production_choices(host)
+        self.fields["production_unit"].choices = choices
+        self.no_production = host is not None and not choices
+
+
+__all__ = ["TrialForm", "candidate_versions", "production_choices"]
