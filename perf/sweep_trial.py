@@ -1,38 +1,42 @@
 """The one place a sweep hands its candidates to a trial.
 
 A trial (try X1…Xn in place of production on a host, each gated against production's
-baseline, production put back) is a deploy request made by
-`deploys.services.trials.trial_request_create`. Where this installation has that service
-the sweep's candidates are sent as one trial request, waiting for a second person's
-approval; where it has not, the sweep stops at the saved versions and the page links to
-the host, and `send_as_trial` returns None."""
+baseline, production put back; docs/trials.md) is a deploy request made by
+`deploys.services.trial_requests.trial_request_create`. A sweep's candidates are versions
+of one cloned profile, so each runs under a unit name of its own (`<clone>-v<N>`), in
+place of the unit the sweep started from."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
-from typing import Any
 
+from django.contrib.auth.models import User
+
+from deploys.models import DeployRequest, Host
+from deploys.services.trial_requests import Candidate, trial_request_create
 from units.models import ProfileVersion
 
-TRIALS_MODULE = "deploys.services.trials"
+
+def candidate_unit_name(version: ProfileVersion) -> str:
+    """The unit a sweep's candidate runs as: its profile's name and its version number."""
+    return f"{version.profile.name}-v{version.number}"
 
 
-def trial_service() -> Any | None:
-    """`trial_request_create`, or None while deploys has no trials."""
-    try:
-        module = importlib.import_module(TRIALS_MODULE)
-    except ImportError:
-        return None
-    return getattr(module, "trial_request_create", None)
+def send_as_trial(
+    *,
+    host: Host,
+    production: ProfileVersion,
+    versions: Sequence[ProfileVersion],
+    requested_by: User,
+) -> DeployRequest:
+    """The trial request for `versions` on `host` in their order, in place of the unit of
+    `production`'s profile (ValidationError, as the trial service says, when it cannot be)."""
+    return trial_request_create(
+        host=host,
+        candidates=[Candidate(v, unit_name=candidate_unit_name(v)) for v in versions],
+        requested_by=requested_by,
+        production_unit=production.profile.name,
+    )
 
 
-def send_as_trial(*, host: Any, versions: Sequence[ProfileVersion], requested_by: Any) -> Any:
-    """The trial request for `versions` on `host` in their order (None: no trial service)."""
-    create = trial_service()
-    if create is None:
-        return None
-    return create(host=host, candidates=list(versions), requested_by=requested_by)
-
-
-__all__ = ["send_as_trial", "trial_service"]
+__all__ = ["candidate_unit_name", "send_as_trial"]

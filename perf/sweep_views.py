@@ -20,7 +20,7 @@ from django.views.decorators.http import require_http_methods
 from deploys.ids import row_id
 from perf.sweep_estimate import sweep_estimate
 from perf.sweep_forms import SweepForm
-from perf.sweep_trial import send_as_trial, trial_service
+from perf.sweep_trial import send_as_trial
 from specadmin.access import MissingPermission, requires
 from units.models import ProfileVersion, ServiceProfile
 from units.selectors import profile_latest_version
@@ -83,7 +83,6 @@ def sweep(request: HttpRequest, profile_id: int) -> HttpResponse:
         "form": form,
         "max_points": max_points(),
         "can_create": request.user.has_perm(ADD) and not profile.archived,
-        "trials": trial_service() is not None,
     }
     if request.method != "POST":
         return render(request, "perf/sweep.html", context)
@@ -122,20 +121,24 @@ def _create(request: HttpRequest, form: SweepForm, plan: SweepPlan) -> HttpRespo
                 form.add_error("clone_name" if key == "name" else None, text)
         return None
     numbers = ", ".join(f"v{v.number}" for v in versions)
-    trial = send_as_trial(host=host, versions=versions, requested_by=request.user)
-    if trial is not None:
-        messages.success(
-            request,
-            f"Created {len(versions)} candidates ({clone.name} {numbers}) and a trial request "
-            f"on {host.name}; a second person approves it.",
+    try:
+        trial = send_as_trial(
+            host=host, production=version, versions=versions, requested_by=request.user
         )
-        return redirect("deploys:request_detail", pk=trial.pk)
+    except ValidationError as exc:
+        messages.warning(
+            request,
+            f"Created {len(versions)} candidates ({clone.name} {numbers}), but no trial on "
+            f"{host.name}: {' '.join(exc.messages)} Deploy each, or try them from the host "
+            "page; this page then compares their benchmarks with production's.",
+        )
+        return redirect(compare_url(host, [version, *versions]))
     messages.success(
         request,
-        f"Created {len(versions)} candidates: {clone.name} {numbers}. Deploy each to "
-        f"{host.name}; this page then compares their benchmarks with production's.",
+        f"Created {len(versions)} candidates ({clone.name} {numbers}) and a trial request "
+        f"on {host.name}; a second person approves it.",
     )
-    return redirect(compare_url(host, [version, *versions]))
+    return redirect("deploys:request_detail", pk=trial.pk)
 
 
 def compare_url(host: Any, versions: Sequence[ProfileVersion]) -> str:

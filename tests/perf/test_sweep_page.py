@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
@@ -118,9 +119,17 @@ def test_a_version_of_another_profile_is_refused(
     assert "Select a valid choice." in response.content.decode()
 
 
-def test_create_candidates_saves_versions_of_a_clone_and_opens_their_comparison(
-    people: People, profile: ServiceProfile, version: ProfileVersion, host: Host
+def test_candidates_the_trial_service_refuses_stay_saved_and_their_comparison_opens(
+    people: People,
+    profile: ServiceProfile,
+    version: ProfileVersion,
+    host: Host,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    def refused(**kwargs: Any) -> DeployRequest:
+        raise ValidationError("kimi-k25-int4.service is not running on gpu-a.")
+
+    monkeypatch.setattr(sweep_trial, "trial_request_create", refused)
     url = reverse("perf:sweep", args=[profile.pk])
     client = _client(people.olga)
     response = client.post(url, _form(version, host, action="create"))
@@ -136,8 +145,8 @@ def test_create_candidates_saves_versions_of_a_clone_and_opens_their_comparison(
     clone_v3 = clone.versions.get(number=3)
     assert page.count("deploy</a>") == 2  # production's v1 and the clone's v3
     assert f"profile_version={clone_v3.pk}&amp;host={host.pk}" in page
-    assert "Created 2 candidates: kimi-sweep1 v2, v3." in page
-    # no trial service on this installation: nothing was requested
+    assert "Created 2 candidates (kimi-sweep1 v2, v3), but no trial on gpu-a" in page
+    assert "is not running on gpu-a." in page
     assert not DeployRequest.objects.exists()
 
 
@@ -187,7 +196,7 @@ def test_the_estimate_adds_the_last_load_and_the_reference_benchmark_per_variant
     assert duration(3725) == "1 h 2 min" and duration(200) == "3 min 20 s"
 
 
-def test_where_trials_exist_the_candidates_go_as_one_trial_request_in_order(
+def test_the_candidates_go_as_one_trial_request_in_order_each_under_its_own_unit(
     people: People,
     profile: ServiceProfile,
     version: ProfileVersion,
@@ -202,7 +211,7 @@ def test_where_trials_exist_the_candidates_go_as_one_trial_request_in_order(
         calls.append(kwargs)
         return request
 
-    monkeypatch.setattr(sweep_trial, "trial_service", lambda: trial_request_create)
+    monkeypatch.setattr(sweep_trial, "trial_request_create", trial_request_create)
     url = reverse("perf:sweep", args=[profile.pk])
     client = _client(people.olga)
     response = client.post(url, _form(version, host, action="create"))
@@ -210,14 +219,8 @@ def test_where_trials_exist_the_candidates_go_as_one_trial_request_in_order(
     assert response["Location"] == reverse("deploys:request_detail", args=[request.pk])
     (call,) = calls
     assert call["host"] == host and call["requested_by"] == people.olga
-    assert [v.number for v in call["candidates"]] == [2, 3]
-    assert {v.profile.name for v in call["candidates"]} == {"kimi-sweep1"}
-
-
-def test_without_the_trial_service_nothing_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sweep_trial, "TRIALS_MODULE", "deploys.services.no_trials_here")
-    assert sweep_trial.trial_service() is None
-    assert sweep_trial.send_as_trial(host=None, versions=[], requested_by=None) is None
-    # a module without the function is no trial service either
-    monkeypatch.setattr(sweep_trial, "TRIALS_MODULE", "deploys.services.hosts")
-    assert sweep_trial.trial_service() is None
+    assert call["production_unit"] == profile.name
+    candidates = call["candidates"]
+    assert [c.version.number for c in candidates] == [2, 3]
+    assert {c.version.profile.name for c in candidates} == {"kimi-sweep1"}
+    assert [c.unit_name for c in candidates] == ["kimi-sweep1-v2", "kimi-sweep1-v3"]
