@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from audit.models import AuditKind
 from deploys.connect import transport_for
+from deploys.jobs import ends
 from deploys.jobs.context import JobContext, never_cancelled
 from deploys.jobs.flow import Results, Step, step
 from deploys.jobs.lease import LOCK_STEP, HostBusy, HostLease, lease_seconds, wait_seconds
@@ -534,6 +535,7 @@ def _finish(ctx: JobContext, outcome: JobOutcome, host_state: str) -> str:
                     **on_host,
                 },
             )
+            ends.job_ended(ctx.request.pk)
     if not finished:
         current = DeployRequest.objects.values_list("status", flat=True).get(pk=ctx.request.pk)
         log.warning(
@@ -634,6 +636,7 @@ def _interrupt(request: DeployRequest, now: datetime, how: str) -> str:
             request,
             {"request": request.pk, "reason": reason, "last_step": last, "in_progress": running},
         )
+        ends.job_ended(request.pk)
     return str(Status.INTERRUPTED)
 
 

@@ -23,7 +23,7 @@ from audit.models import AuditKind
 from audit.services import record
 from deploys.approvals import approval_ttl
 from deploys.job_settings import job_settings, settings_sha256
-from deploys.jobs import queue
+from deploys.jobs import ends, queue
 from deploys.models import DeployRequest, Host, PushedUnit
 from deploys.permissions import CANCEL_JOB, CHANGE_HOST, REQUEST_DEPLOY, require
 from deploys.running import record_read, version_names, version_of_text, versions_by_sha
@@ -308,6 +308,7 @@ def deploy_request_withdraw(
         )
         if done:
             _audit(AuditKind.DEPLOY_WITHDRAWN, user, request, {"was": request.status})
+            ends.job_ended(request.pk)
     request.refresh_from_db()
     if not done:
         hint = " Cancel the job instead." if request.status == Status.RUNNING else ""
@@ -337,6 +338,7 @@ def deploy_job_cancel(
         )
         if queued:
             _audit(AuditKind.DEPLOY_CANCELLED, user, request, {"when": "queued"})
+            ends.job_ended(request.pk)
         else:
             asked = DeployRequest.objects.filter(
                 pk=request.pk, status=Status.RUNNING, cancel_requested_at__isnull=True
@@ -352,6 +354,26 @@ def deploy_job_cancel(
             "job to cancel."
         )
     return request
+
+
+def queued_job_drop(
+    *, request: DeployRequest, reason: str, actor: User | None = None, now: datetime | None = None
+) -> bool:
+    """Close an approved job that was never queued and will not run (a rollout halted
+    before its host's turn, docs/rollouts.md): approved → cancelled, "never ran", audited.
+    A conditional UPDATE: False when it was no longer `approved` (a worker claimed it, or
+    it ended otherwise), and then nothing is changed."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        dropped = DeployRequest.objects.filter(pk=request.pk, status=Status.APPROVED).update(
+            status=Status.CANCELLED,
+            status_reason=reason,
+            host_state="unchanged: the job never ran",
+            finished_at=now,
+        )
+        if dropped:
+            _audit(AuditKind.DEPLOY_CANCELLED, actor, request, {"when": "queued", "reason": reason})
+    return bool(dropped)
 
 
 def host_set_restarts_without_approval(*, host: Host, value: bool, actor: User) -> Host:
@@ -376,6 +398,7 @@ __all__ = [
     "deploy_job_cancel",
     "deploy_request_withdraw",
     "host_set_restarts_without_approval",
+    "queued_job_drop",
     "remove_request_create",
     "restart_request_create",
     "rollback_request_create",

@@ -18,6 +18,7 @@ FIRST_PARTY = (
     "units",
     "deploys",
     "perf",
+    "fleet",
     "api",
     "specadmin",
     "tests",
@@ -32,8 +33,19 @@ ALLOWED: dict[str, set[str]] = {
     "units": {"linting", "hostops", "audit"} | LEAVES,
     "deploys": {"linting", "hostops", "units", "audit"} | LEAVES,
     "perf": {"servebench", "hostops", "units", "deploys", "audit"} | LEAVES,
+    "fleet": {"units", "deploys", "perf", "audit"} | LEAVES,
     "api": {"linting", "hostops", "units", "deploys", "perf", "audit"} | LEAVES,
-    "specadmin": {"linting", "servebench", "hostops", "units", "audit", "deploys", "perf", "api"},
+    "specadmin": {
+        "linting",
+        "servebench",
+        "hostops",
+        "units",
+        "audit",
+        "deploys",
+        "perf",
+        "fleet",
+        "api",
+    },
 }
 # linting/management: the `--profiles` option of lintunits reads the database's profiles.
 OPTIONAL = {("linting/management/commands/lintunits.py", "units.linting")}
