@@ -147,7 +147,7 @@ def _message_lines(error: ValidationError) -> list[str]:
 def _ordered_hosts(hosts: Sequence[Host] | None, group: HostGroup | None) -> list[Host]:
     if hosts is None and group is None:
         raise ValidationError({"hosts": ["Choose a group or a list of hosts."]})
-    chosen = list(hosts) if hosts is not None else list(group.hosts.order_by("name"))  # type: ignore[union-attr]
+    chosen = list(hosts) if hosts is not None else list(group.hosts.order_by("name"))
     unique = list({h.pk: h for h in chosen}.values())
     if not unique:
         raise ValidationError({"hosts": ["The rollout has no hosts (the group is empty)."]})
