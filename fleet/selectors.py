@@ -127,12 +127,15 @@ def verdict(rollout: Rollout) -> Verdict:
     skipped = sum(1 for _, s in states if s == RolloutHost.State.NOT_REACHED)
     budget = allowed(rollout)
     after = planning.failures_after_canary(views)
-    words = {
+    counted: dict[str, str] = {
         Rollout.Status.PENDING: "waiting for approval",
         Rollout.Status.RUNNING: f"running: {ok} of {len(states)} hosts deployed",
         Rollout.Status.PAUSED: f"paused: {ok} of {len(states)} hosts deployed",
         Rollout.Status.SUCCEEDED: f"succeeded: {ok} of {len(states)} hosts deployed",
-    }.get(rollout.status, f"{rollout.get_status_display().lower()}: {rollout.status_reason}")
+    }
+    words = counted.get(
+        str(rollout.status), f"{rollout.get_status_display().lower()}: {rollout.status_reason}"
+    )
     if rollout.status not in (Rollout.Status.PENDING,):
         words += f"; {after} of {budget} allowed failures after the canary used"
     return Verdict(words, ok, failed, budget, skipped)
