@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 
 from deploys.forms import VersionChoiceField
+from deploys.ids import row_id
 from deploys.models import Host
 from deploys.selectors import deployable_hosts, deployable_versions, host_list
 from fleet.models import HostGroup, Rollout
@@ -16,6 +17,18 @@ from units.models import ProfileVersion
 class HostsField(forms.ModelMultipleChoiceField):
     def label_from_instance(self, obj: Host) -> str:
         return f"{obj.name} (vLLM {obj.vllm_version or '?'})"
+
+    def _check_values(self, value: Any) -> Any:
+        """An id that cannot name a row is no such choice, before the database sees it
+        (`deploys.ids`: SQLite refuses integers past 2**63 - 1 in an IN list)."""
+        for pk in value:
+            if row_id(str(pk)) is None:
+                raise forms.ValidationError(
+                    self.error_messages["invalid_choice"],
+                    code="invalid_choice",
+                    params={"value": str(pk)[:40]},
+                )
+        return super()._check_values(value)
 
 
 class HostGroupForm(forms.Form):
