@@ -379,9 +379,13 @@ def _own_network(base: Path, port: int) -> list[str]:
     `port` to its sshd, so it is reached at 127.0.0.1:port like any test host. Recorded
     in `base` for `_drop_network`; returns the nspawn arguments."""
     name = f"specadmin-{base.name}"[:40]
-    _run(["ip", "netns", "add", name], check=True)
-    (base / "netns").write_text(name + "\n")
-    _run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+    try:
+        _run(["ip", "netns", "add", name], check=True)
+        (base / "netns").write_text(name + "\n")
+        _run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+    except subprocess.CalledProcessError as exc:
+        _unmount_and_remove(base)
+        raise TestHostError(f"making the network namespace failed: {exc.stderr}") from exc
     inner = f"nsenter --net=/run/netns/{name} socat STDIO TCP\\:{LOOPBACK}\\:{port}"
     forwarder = subprocess.Popen(
         ["socat", f"TCP-LISTEN:{port},bind={LOOPBACK},fork,reuseaddr", f"EXEC:{inner}"],
@@ -654,11 +658,7 @@ def _prepare(
         argv += _install(root, python=python, gpu_count=gpu_count, config=double_config, name=name)
     argv += list(nspawn_args)
     if own_network:
-        try:
-            argv += _own_network(base, port)
-        except subprocess.CalledProcessError as exc:
-            _unmount_and_remove(base)
-            raise TestHostError(f"making the network namespace failed: {exc.stderr}") from exc
+        argv += _own_network(base, port)
 
     host = TestHost(
         name=name,
