@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import json
 import os
 import secrets
@@ -47,6 +48,8 @@ from tests.deploys.qcluster_support import (  # noqa: E402  (after the path inse
 )
 from tests.fleet.rollout_support import FIRST, wait_ended  # noqa: E402
 from tests.testhost.host import boot_hosts  # noqa: E402
+
+REDIS_LOCK = "/tmp/specadmin-qcluster-redis.lock"
 
 
 def _cluster(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -104,6 +107,10 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=3)
     args = p.parse_args()
     name = f"specadmin_rollout_{secrets.token_hex(4)}"
+    # One user of the tests' Redis database at a time on this machine: the qcluster tests'
+    # lock (tests/deploys/qcluster_support.py), held until the end.
+    lock = open(REDIS_LOCK, "w")  # noqa: SIM115
+    fcntl.flock(lock, fcntl.LOCK_EX)
     queue = redis.Redis.from_url(f"{REDIS_BASE_URL}/{REDIS_DB}")
     queue.flushdb()
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
@@ -144,6 +151,7 @@ def main() -> int:
         queue.flushdb()
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        lock.close()
 
 
 if __name__ == "__main__":
