@@ -41,7 +41,6 @@ sys.path.insert(0, str(ROOT))
 from tests.deploys.qcluster_support import (  # noqa: E402  (after the path insert)
     PG_ADMIN_URL,
     REDIS_BASE_URL,
-    REDIS_DB,
     base_env,
     manage,
     python,
@@ -50,6 +49,9 @@ from tests.fleet.rollout_support import FIRST, wait_ended  # noqa: E402
 from tests.testhost.host import boot_hosts  # noqa: E402
 
 REDIS_LOCK = "/tmp/specadmin-qcluster-redis.lock"
+# Not the qcluster tests' database (14): a test's cluster left running would take this
+# run's tasks off the shared list and run them against its own database.
+REDIS_DB = 12
 
 
 def _cluster(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
