@@ -3,8 +3,11 @@ reads are the deploy tests' fakes, the jobs' ends written as the runner writes t
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.utils import timezone
 
 from audit.models import AuditEvent
 from deploys.models import DeployRequest
@@ -226,3 +229,33 @@ def test_a_job_end_queues_its_rollouts_coordinator(people, version, hosts, on_ho
     coordinator.child_ended(10**9)  # not a rollout's
     assert queued.advances == [rollout.pk]
     assert Rollout.objects.count() == 1 and RolloutHost.objects.count() == 5
+
+
+def test_the_next_batch_waits_out_the_pause_after_the_previous_one(
+    people, version, hosts, on_host, queued
+):
+    rollout = rollout_approve(
+        rollout=request_rollout(people, version, hosts, pause_s=60), approver=people.alice
+    )
+    canary = rollout.hosts.get(position=0)
+    advance(rollout)
+    end_job(canary.request_id, "succeeded")
+    rollout = advance(rollout)
+    assert len(queued.deploys) == 1 and rollout.next_batch_at is not None
+    RolloutHost.objects.filter(pk=canary.pk).update(
+        finished_at=timezone.now() - timedelta(seconds=61)
+    )
+    rollout = advance(rollout)
+    assert len(queued.deploys) == 3 and rollout.next_batch_at is None
+
+
+def test_a_host_whose_text_changed_since_the_request_voids_the_approval(
+    people, version, hosts, on_host, queued
+):
+    rollout = request_rollout(people, version, hosts)
+    RolloutHost.objects.filter(rollout=rollout, position=3).update(unit_sha256="f" * 64)
+    with pytest.raises(ValidationError, match="gpu-4 now gets another text"):
+        rollout_approve(rollout=rollout, approver=people.alice)
+    rollout.refresh_from_db()
+    assert rollout.status == "void" and DeployRequest.objects.count() == 0
+    assert AuditEvent.objects.filter(kind="rollout.voided").count() == 1
