@@ -56,8 +56,10 @@ from units.services import profile_update
 
 users = get_user_model().objects
 profile = ServiceProfile.objects.get(pk=int(sys.argv[1]))
-data = profile.versions.order_by("-number").first().data
-data = {**data, "environment": {**data["environment"], "VLLM_DOUBLE_CONFIG_DELAY_S": "0.3"}}
+latest = profile.versions.order_by("-number").first()
+delay = f"{0.2 + 0.1 * latest.number:.1f}"  # a new version each time
+environment = {**latest.data["environment"], "VLLM_DOUBLE_CONFIG_DELAY_S": delay}
+data = {**latest.data, "environment": environment}
 version = profile_update(profile=profile, data=data, updated_by=None)
 ids = json.loads(sys.argv[4])
 hosts = sorted(Host.objects.filter(pk__in=ids), key=lambda h: ids.index(h.pk))
