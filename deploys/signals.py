@@ -1,7 +1,7 @@
 """What deploys tells the apps above it, without importing them.
 
 `deploys` may not import the apps that build on it (docs/architecture.md, "Apps and
-imports"); those that want to act on a request or a job's end (notify) connect to these
+imports"); those that want to act on a request or a job's end (notify, fleet) connect to these
 signals in their `AppConfig.ready()`. Both are sent inside the transaction that made the
 change, with `send_robust`: a receiver that raises is logged, never the caller's failure,
 and a receiver that writes rows writes them in that same transaction (so they exist
@@ -12,9 +12,12 @@ exactly when the change does). A receiver that writes must use its own savepoint
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.dispatch import Signal
+
+if TYPE_CHECKING:
+    from deploys.models import DeployRequest
 
 log = logging.getLogger(__name__)
 
@@ -31,4 +34,11 @@ def send(signal: Signal, sender: type, **kwargs: Any) -> None:
             log.error("%s failed on %s: %r", receiver, sender.__name__, result, exc_info=result)
 
 
-__all__ = ["job_ended", "request_created", "send"]
+def send_job_ended(request: DeployRequest, status: str, reason: str) -> None:
+    """Tell the apps above deploys that a request's job ended, or will never run (it was
+    withdrawn or cancelled while queued): notify queues its messages, a rollout's
+    coordinator is queued once the transaction commits."""
+    send(job_ended, DeployRequest, request=request, status=status, reason=reason)
+
+
+__all__ = ["job_ended", "request_created", "send", "send_job_ended"]

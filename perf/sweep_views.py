@@ -11,7 +11,8 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import ValidationError
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -123,7 +124,7 @@ def _create(request: HttpRequest, form: SweepForm, plan: SweepPlan) -> HttpRespo
     numbers = ", ".join(f"v{v.number}" for v in versions)
     try:
         trial = send_as_trial(
-            host=host, production=version, versions=versions, requested_by=request.user
+            host=host, production=version, versions=versions, requested_by=_person(request)
         )
     except ValidationError as exc:
         messages.warning(
@@ -139,6 +140,13 @@ def _create(request: HttpRequest, form: SweepForm, plan: SweepPlan) -> HttpRespo
         f"on {host.name}; a second person approves it.",
     )
     return redirect("deploys:request_detail", pk=trial.pk)
+
+
+def _person(request: HttpRequest) -> User:
+    """The signed-in person (`requires` let only them in)."""
+    if not isinstance(request.user, User):
+        raise PermissionDenied("Sign in to create candidates.")
+    return request.user
 
 
 def compare_url(host: Any, versions: Sequence[ProfileVersion]) -> str:

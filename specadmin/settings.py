@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "audit",
     "deploys",
     "perf",
+    "fleet",
     "rest_framework",
     "drf_spectacular",
     "api",

@@ -48,6 +48,22 @@ ALLOWED_TASKS: frozenset[str] = frozenset(
 )
 
 
+# Task wrappers of the apps above `deploys` (a rollout's coordinator, `fleet.tasks`),
+# which `deploys` may not import: each app adds its own from its AppConfig.ready(), in
+# code, as `perf` registers the benchmark step. Nothing in the database can add one.
+_registered: set[str] = set()
+
+
+def register_tasks(*functions: Callable[..., Any]) -> None:
+    """Allow these task wrappers too (called from an app's `ready()`)."""
+    _registered.update(_dotted(function) for function in functions)
+
+
+def allowed_tasks() -> frozenset[str]:
+    """Every task a worker may run: ALLOWED_TASKS and those the apps registered."""
+    return ALLOWED_TASKS | _registered
+
+
 class PackageRefused(Exception):
     """A task package that must not reach a worker; the message says why."""
 
@@ -83,7 +99,7 @@ def refusal(package: dict[str, Any]) -> str:
     func = package.get("func")
     if not isinstance(func, str):
         return f"its function is a {type(func).__name__}, not the dotted path of a task"
-    if func not in ALLOWED_TASKS:
+    if func not in allowed_tasks():
         return f"{func} is not one of specadmin's tasks"
     if package.get("hook"):
         return f"it names a result hook ({package['hook']!s:.100}), which specadmin never uses"
@@ -92,4 +108,11 @@ def refusal(package: dict[str, Any]) -> str:
     return ""
 
 
-__all__ = ["ALLOWED_TASKS", "PackageRefused", "decode_package", "refusal"]
+__all__ = [
+    "ALLOWED_TASKS",
+    "PackageRefused",
+    "allowed_tasks",
+    "decode_package",
+    "refusal",
+    "register_tasks",
+]

@@ -496,12 +496,6 @@ def _bookkeeping(record: Callable[..., Any], **kwargs: Any) -> Any:
         return None
 
 
-def _ended(request: DeployRequest, status: str, reason: str) -> None:
-    """Tell the apps above deploys that the job ended (`deploys.signals.job_ended`; notify
-    queues its messages in this transaction, and never sends from here)."""
-    signals.send(signals.job_ended, DeployRequest, request=request, status=status, reason=reason)
-
-
 def _finish(ctx: JobContext, outcome: JobOutcome, host_state: str) -> str:
     """running → the final status, audited, if the request is still `running`.
 
@@ -531,7 +525,7 @@ def _finish(ctx: JobContext, outcome: JobOutcome, host_state: str) -> str:
                     **on_host,
                 },
             )
-            _ended(ctx.request, str(outcome.status), outcome.reason)
+            signals.send_job_ended(ctx.request, str(outcome.status), outcome.reason)
     if not finished:
         current = DeployRequest.objects.values_list("status", flat=True).get(pk=ctx.request.pk)
         log.warning(
@@ -637,7 +631,7 @@ def _interrupt(request: DeployRequest, now: datetime, how: str) -> str:
             request,
             {"request": request.pk, "reason": reason, "last_step": last, "in_progress": running},
         )
-        _ended(request, str(Status.INTERRUPTED), reason)
+        signals.send_job_ended(request, str(Status.INTERRUPTED), reason)
     return str(Status.INTERRUPTED)
 
 

@@ -12,6 +12,7 @@ read-only approval rules live in `deploys.approvals`.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -155,6 +156,49 @@ def _check_findings(unit: HostUnit, *, acknowledge_warnings: bool) -> None:
         )
 
 
+@dataclass(frozen=True)
+class PreparedRequest:
+    """What `deploy_request_prepare` read and checked for one host: the unit name, the
+    rendered and linted unit with the host's current one (`preview`), and what systemd
+    loads under that name (`existing`)."""
+
+    unit_name: str
+    preview: DeployPreview
+    existing: ExistingUnit
+
+
+def deploy_request_prepare(
+    *,
+    profile_version: ProfileVersion,
+    host: Host,
+    requested_by: User,
+    unit_name: str = "",
+    acknowledge_warnings: bool = False,
+    preview: DeployPreview | None = None,
+    existing: ExistingUnit | None = None,
+) -> PreparedRequest:
+    """Every check of a deploy request, with the host read live (no transaction open):
+    the permission, the host and version deployable, the unit name, the sizes, no foreign
+    unit overwritten, lint errors block and warnings acknowledged. Raises ValidationError
+    (what and where). A rollout (`fleet`) prepares each of its hosts this way, then
+    creates the requests from what was read, so one host is not read twice."""
+    require(requested_by, REQUEST_DEPLOY, "request deploys")
+    unit_name = _checked_unit_name(unit_name or "", profile_version)
+    _check_deployable(profile_version=profile_version, host=host)
+    preview = _unit_preview(
+        preview, profile_version=profile_version, host=host, unit_name=unit_name
+    )
+    _check_sizes(preview, host=host, unit_name=unit_name)
+    existing = _loaded_unit(existing, host=host, unit_name=unit_name)
+    foreign = overwrite_problems(
+        host=host, unit_name=unit_name, current=preview.host_unit, existing=existing
+    )
+    if foreign:
+        raise ValidationError({"unit_name": foreign})
+    _check_findings(preview.unit, acknowledge_warnings=acknowledge_warnings)
+    return PreparedRequest(unit_name=unit_name, preview=preview, existing=existing)
+
+
 def deploy_request_create(
     *,
     profile_version: ProfileVersion,
@@ -176,23 +220,19 @@ def deploy_request_create(
     page shows it), so the host is not read twice; `existing`: likewise, what systemd
     loads under that name (`deploys.existing_units`: a vendor unit the push would shadow,
     drop-ins), which needs an admin's adoption. Lint errors block; warnings need
-    `acknowledge_warnings`.
+    `acknowledge_warnings` (`deploy_request_prepare` checks all of it).
     """
-    require(requested_by, REQUEST_DEPLOY, "request deploys")
-    unit_name = _checked_unit_name(unit_name or "", profile_version)
-    _check_deployable(profile_version=profile_version, host=host)
-    preview = _unit_preview(
-        preview, profile_version=profile_version, host=host, unit_name=unit_name
+    prepared = deploy_request_prepare(
+        profile_version=profile_version,
+        host=host,
+        requested_by=requested_by,
+        unit_name=unit_name,
+        acknowledge_warnings=acknowledge_warnings,
+        preview=preview,
+        existing=existing,
     )
-    _check_sizes(preview, host=host, unit_name=unit_name)
-    existing = _loaded_unit(existing, host=host, unit_name=unit_name)
-    foreign = overwrite_problems(
-        host=host, unit_name=unit_name, current=preview.host_unit, existing=existing
-    )
-    if foreign:
-        raise ValidationError({"unit_name": foreign})
+    unit_name, preview, existing = prepared.unit_name, prepared.preview, prepared.existing
     unit = preview.unit
-    _check_findings(unit, acknowledge_warnings=acknowledge_warnings)
     settings = job_settings(profile_version=profile_version)
     now = now or timezone.now()
     with transaction.atomic():
@@ -287,11 +327,15 @@ def deploy_request_approve(
     comment: str = "",
     expected_sha256: str | None = None,
     now: datetime | None = None,
+    enqueue: bool = True,
 ) -> DeployRequest:
     """Approve: claim pending → approved (conditional UPDATE), pin the hash, re-check
     validity, enqueue the job on commit. Exactly one of any number of concurrent calls
     succeeds; the others get RequestNotPending. A request found out of date becomes void
     (ApprovalVoid). `expected_sha256`: the hash the approver's page showed.
+    `enqueue=False`: approved but not queued; whoever asked for that queues it
+    (`deploys.jobs.queue.enqueue_deploy`) when its turn comes (a rollout's batches,
+    docs/rollouts.md), and the job claims it exactly once as usual.
     """
     require(approver, APPROVE_DEPLOY, "approve deploy requests")
     refuse_own_decision(request, approver)
@@ -330,7 +374,8 @@ def deploy_request_approve(
                         "comment": comment.strip(),
                     },
                 )
-                transaction.on_commit(functools.partial(queue.enqueue_deploy, request.pk))
+                if enqueue:
+                    transaction.on_commit(functools.partial(queue.enqueue_deploy, request.pk))
     if not claimed:
         raise _not_pending(request, now, approver)
     request.refresh_from_db()
@@ -380,9 +425,11 @@ def expire_stale_requests(now: datetime | None = None) -> int:
 
 __all__ = [
     "ApprovalVoid",
+    "PreparedRequest",
     "RequestNotPending",
     "deploy_request_approve",
     "deploy_request_create",
+    "deploy_request_prepare",
     "deploy_request_reject",
     "expire_stale_requests",
 ]

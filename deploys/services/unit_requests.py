@@ -311,6 +311,7 @@ def deploy_request_withdraw(
         )
         if done:
             _audit(AuditKind.DEPLOY_WITHDRAWN, user, request, {"was": request.status})
+            signals.send_job_ended(request, str(Status.WITHDRAWN), f"Withdrawn by {user}.")
     request.refresh_from_db()
     if not done:
         hint = " Cancel the job instead." if request.status == Status.RUNNING else ""
@@ -340,6 +341,9 @@ def deploy_job_cancel(
         )
         if queued:
             _audit(AuditKind.DEPLOY_CANCELLED, user, request, {"when": "queued"})
+            signals.send_job_ended(
+                request, str(Status.CANCELLED), f"cancelled by {user} before it ran"
+            )
         else:
             asked = DeployRequest.objects.filter(
                 pk=request.pk, status=Status.RUNNING, cancel_requested_at__isnull=True
@@ -355,6 +359,26 @@ def deploy_job_cancel(
             "job to cancel."
         )
     return request
+
+
+def queued_job_drop(
+    *, request: DeployRequest, reason: str, actor: User | None = None, now: datetime | None = None
+) -> bool:
+    """Close an approved job that was never queued and will not run (a rollout halted
+    before its host's turn, docs/rollouts.md): approved → cancelled, "never ran", audited.
+    A conditional UPDATE: False when it was no longer `approved` (a worker claimed it, or
+    it ended otherwise), and then nothing is changed."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        dropped = DeployRequest.objects.filter(pk=request.pk, status=Status.APPROVED).update(
+            status=Status.CANCELLED,
+            status_reason=reason,
+            host_state="unchanged: the job never ran",
+            finished_at=now,
+        )
+        if dropped:
+            _audit(AuditKind.DEPLOY_CANCELLED, actor, request, {"when": "queued", "reason": reason})
+    return bool(dropped)
 
 
 def host_set_restarts_without_approval(*, host: Host, value: bool, actor: User) -> Host:
@@ -379,6 +403,7 @@ __all__ = [
     "deploy_job_cancel",
     "deploy_request_withdraw",
     "host_set_restarts_without_approval",
+    "queued_job_drop",
     "remove_request_create",
     "restart_request_create",
     "rollback_request_create",

@@ -31,8 +31,9 @@ from django_q.worker import worker
 from audit.checkpoints import read_checkpoints
 from audit.models import AuditEvent, AuditKind
 from deploys.jobs import queue
-from deploys.jobs.allowlist import ALLOWED_TASKS
+from deploys.jobs.allowlist import ALLOWED_TASKS, allowed_tasks
 from deploys.jobs.brokers import AllowListedORM, AllowListedRedis
+from fleet import queue as fleet_queue
 
 # django-q2's worker closes "old" database connections before each task: outside a test
 # transaction, as in a cluster.
@@ -110,11 +111,21 @@ def test_the_allow_list_is_the_task_wrappers_and_each_is_a_function():
     assert all(callable(pydoc.locate(name)) for name in ALLOWED_TASKS)
 
 
+def test_the_apps_above_deploys_add_only_their_own_task_wrappers():
+    # fleet registers its coordinator from FleetConfig.ready (deploys may not import it).
+    assert sorted(allowed_tasks() - ALLOWED_TASKS) == [
+        "fleet.tasks.advance_rollout_task",
+        "fleet.tasks.check_rollouts_task",
+    ]
+    assert all(callable(pydoc.locate(name)) for name in allowed_tasks())
+
+
 @pytest.mark.django_db  # the migrations' schedules (a transactional test flushes them)
 def test_every_task_specadmin_queues_or_schedules_is_on_the_list():
-    assert {queue.DEPLOY_TASK, queue.PROBE_TASK} <= ALLOWED_TASKS
+    assert {queue.DEPLOY_TASK, queue.PROBE_TASK, fleet_queue.ADVANCE_TASK} <= allowed_tasks()
     scheduled = set(Schedule.objects.values_list("func", flat=True))
-    assert scheduled and scheduled <= ALLOWED_TASKS
+    assert scheduled and scheduled <= allowed_tasks()
+    assert fleet_queue.CHECK_TASK in scheduled
 
 
 @pytest.mark.django_db

@@ -18,6 +18,7 @@ FIRST_PARTY = (
     "units",
     "deploys",
     "perf",
+    "fleet",
     "api",
     "notify",
     "specadmin",
@@ -33,6 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "units": {"linting", "hostops", "audit"} | LEAVES,
     "deploys": {"linting", "hostops", "units", "audit"} | LEAVES,
     "perf": {"servebench", "hostops", "units", "deploys", "audit"} | LEAVES,
+    "fleet": {"units", "deploys", "perf", "audit"} | LEAVES,
     "api": {"linting", "hostops", "units", "deploys", "perf", "audit"} | LEAVES,
     "notify": {"hostops", "units", "deploys", "audit"} | LEAVES,
     "specadmin": {
@@ -43,6 +45,7 @@ ALLOWED: dict[str, set[str]] = {
         "audit",
         "deploys",
         "perf",
+        "fleet",
         "api",
         "notify",
     },

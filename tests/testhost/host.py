@@ -373,7 +373,46 @@ def _mountpoints_under(prefix: str) -> list[str]:
     return sorted(set(points), key=lambda p: p.count("/"), reverse=True)
 
 
+def _own_network(base: Path, port: int) -> list[str]:
+    """A network namespace of the host's own (only its loopback, so several hosts can
+    serve the same port, as separate machines do) and a forwarder from our loopback's
+    `port` to its sshd, so it is reached at 127.0.0.1:port like any test host. Recorded
+    in `base` for `_drop_network`; returns the nspawn arguments."""
+    name = f"specadmin-{base.name}"[:40]
+    try:
+        _run(["ip", "netns", "add", name], check=True)
+        (base / "netns").write_text(name + "\n")
+        _run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+    except subprocess.CalledProcessError as exc:
+        _unmount_and_remove(base)
+        raise TestHostError(f"making the network namespace failed: {exc.stderr}") from exc
+    inner = f"nsenter --net=/run/netns/{name} socat STDIO TCP\\:{LOOPBACK}\\:{port}"
+    forwarder = subprocess.Popen(
+        ["socat", f"TCP-LISTEN:{port},bind={LOOPBACK},fork,reuseaddr", f"EXEC:{inner}"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    (base / "forwarder.pid").write_text(f"{forwarder.pid}\n")
+    return [f"--network-namespace-path=/run/netns/{name}"]
+
+
+def _drop_network(base: Path) -> None:
+    """Stop the forwarder (its whole group) and delete the namespace, if `_own_network`
+    made them."""
+    pid_file, ns_file = base / "forwarder.pid", base / "netns"
+    if pid_file.exists():
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.killpg(int(pid_file.read_text().strip()), signal.SIGTERM)
+        pid_file.unlink()
+    if ns_file.exists():
+        _run(["ip", "netns", "delete", ns_file.read_text().strip()])
+        ns_file.unlink()
+
+
 def _unmount_and_remove(base: Path) -> None:
+    _drop_network(base)
     for attempt in range(3):
         points = _mountpoints_under(str(base))
         if not points:
@@ -542,6 +581,7 @@ def _prepare(
     gpu_count: int,
     double_config: dict[str, Any] | None,
     nspawn_args: Sequence[str],
+    own_network: bool = False,
 ) -> _Prepared:
     base = Path(tempfile.mkdtemp(prefix=BASE_PREFIX, dir=BASE_PARENT))
     # Claim the port and record ownership first: reap_leftovers() relies on these files.
@@ -617,6 +657,8 @@ def _prepare(
     if install_doubles:
         argv += _install(root, python=python, gpu_count=gpu_count, config=double_config, name=name)
     argv += list(nspawn_args)
+    if own_network:
+        argv += _own_network(base, port)
 
     host = TestHost(
         name=name,
@@ -763,8 +805,11 @@ def boot_hosts(
     double_config: dict[str, Any] | None = None,
     timeout: float = 120,
     nspawn_args: Sequence[str] = (),
+    own_network: bool = False,
 ) -> list[TestHost]:
     """Boot `count` hosts in parallel; on any failure every host of this call is torn down.
+    `own_network`: each in a network namespace of its own, its sshd still reached at
+    127.0.0.1:port (a forwarder), so their services may use the same ports (a fleet).
 
     sshd binds its port inside the container, seconds after the port was picked here, and
     any process of this shared machine may bind it meanwhile (the container shares our
@@ -786,6 +831,7 @@ def boot_hosts(
                 timeout,
                 nspawn_args,
                 avoid=taken,
+                own_network=own_network,
             )
         except SshPortTaken as exc:
             if attempt == PORT_ATTEMPTS:
@@ -804,6 +850,7 @@ def _boot_hosts_once(
     timeout: float,
     nspawn_args: Sequence[str],
     avoid: Iterable[int],
+    own_network: bool = False,
 ) -> list[TestHost]:
     prepared: list[_Prepared] = []
     try:
@@ -821,6 +868,7 @@ def _boot_hosts_once(
                         gpu_count,
                         double_config,
                         nspawn_args,
+                        own_network,
                     )
                 )
         started = time.monotonic()
