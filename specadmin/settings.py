@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "api",
+    "watchdog",
     # specadmin's own system checks (specadmin/checks.py: file modes, the secret key, the
     # trusted proxies, serving on a public address).
     "specadmin",

@@ -42,6 +42,21 @@ ALLOWED_TASKS: frozenset[str] = frozenset(
 )
 
 
+# Task wrappers of apps above `deploys` (the watchdog), added by their AppConfig.ready:
+# code, never the database, decides what runs; `deploys` cannot import them itself.
+_REGISTERED: set[str] = set()
+
+
+def register(*functions: Callable[..., Any]) -> None:
+    """Allow these task wrappers too (called once, when the app that owns them loads)."""
+    _REGISTERED.update(_dotted(function) for function in functions)
+
+
+def allowed_tasks() -> frozenset[str]:
+    """Every function a worker may run: `ALLOWED_TASKS` and the registered wrappers."""
+    return ALLOWED_TASKS | _REGISTERED
+
+
 class PackageRefused(Exception):
     """A task package that must not reach a worker; the message says why."""
 
@@ -77,7 +92,7 @@ def refusal(package: dict[str, Any]) -> str:
     func = package.get("func")
     if not isinstance(func, str):
         return f"its function is a {type(func).__name__}, not the dotted path of a task"
-    if func not in ALLOWED_TASKS:
+    if func not in allowed_tasks():
         return f"{func} is not one of specadmin's tasks"
     if package.get("hook"):
         return f"it names a result hook ({package['hook']!s:.100}), which specadmin never uses"
@@ -86,4 +101,11 @@ def refusal(package: dict[str, Any]) -> str:
     return ""
 
 
-__all__ = ["ALLOWED_TASKS", "PackageRefused", "decode_package", "refusal"]
+__all__ = [
+    "ALLOWED_TASKS",
+    "PackageRefused",
+    "allowed_tasks",
+    "decode_package",
+    "refusal",
+    "register",
+]

@@ -50,6 +50,7 @@ from deploys.jobs.pipelines import (
 from deploys.jobs.recorder import Recorder
 from deploys.jobs.recording import audit, run_step, skip
 from deploys.jobs.results import Pushed, Restored, Watched
+from deploys.jobs.signals import job_finished
 from deploys.jobs.steps import Outcome, StepResult
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.probe import probe_host
@@ -139,9 +140,20 @@ def _run(
         except Exception as exc:  # a bug or a database failure between steps
             log.exception("deploy request #%s crashed", request.pk)
             outcome = JobOutcome(Status.FAILED, f"job crashed: {type(exc).__name__}: {exc}")
-        return _finish(job.ctx, outcome, _final_host_state(job))
+        status = _finish(job.ctx, outcome, _final_host_state(job))
     finally:
         _clean_up(job.ctx)
+    _announce(request, status)
+    return status
+
+
+def _announce(request: DeployRequest, status: str) -> None:
+    """`job_finished`, once the host is free (the watchdog's check after a job may run)."""
+    for receiver, result in job_finished.send_robust(
+        sender=DeployRequest, request=request, status=status
+    ):
+        if isinstance(result, Exception):
+            log.error("job_finished receiver %r failed: %s", receiver, result)
 
 
 def _clean_up(ctx: JobContext) -> None:

@@ -31,8 +31,9 @@ from django_q.worker import worker
 from audit.checkpoints import read_checkpoints
 from audit.models import AuditEvent, AuditKind
 from deploys.jobs import queue
-from deploys.jobs.allowlist import ALLOWED_TASKS
+from deploys.jobs.allowlist import ALLOWED_TASKS, allowed_tasks
 from deploys.jobs.brokers import AllowListedORM, AllowListedRedis
+from watchdog import queue as watchdog_queue
 
 # django-q2's worker closes "old" database connections before each task: outside a test
 # transaction, as in a cluster.
@@ -106,14 +107,19 @@ def test_the_allow_list_is_the_task_wrappers_and_each_is_a_function():
         "deploys.jobs.tasks.fail_abandoned_deploys_task",
         "deploys.jobs.tasks.probe_task",
     ]
-    assert all(callable(pydoc.locate(name)) for name in ALLOWED_TASKS)
+    # The watchdog's wrappers, registered when its app loads (watchdog.apps).
+    assert allowed_tasks() - ALLOWED_TASKS == {
+        "watchdog.tasks.check_task",
+        "watchdog.tasks.dispatch_task",
+    }
+    assert all(callable(pydoc.locate(name)) for name in allowed_tasks())
 
 
 @pytest.mark.django_db  # the migrations' schedules (a transactional test flushes them)
 def test_every_task_specadmin_queues_or_schedules_is_on_the_list():
-    assert {queue.DEPLOY_TASK, queue.PROBE_TASK} <= ALLOWED_TASKS
+    assert {queue.DEPLOY_TASK, queue.PROBE_TASK, watchdog_queue.CHECK_TASK} <= allowed_tasks()
     scheduled = set(Schedule.objects.values_list("func", flat=True))
-    assert scheduled and scheduled <= ALLOWED_TASKS
+    assert scheduled and scheduled <= allowed_tasks()
 
 
 @pytest.mark.django_db

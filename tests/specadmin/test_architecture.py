@@ -19,6 +19,7 @@ FIRST_PARTY = (
     "deploys",
     "perf",
     "api",
+    "watchdog",
     "specadmin",
     "tests",
 )
@@ -33,7 +34,18 @@ ALLOWED: dict[str, set[str]] = {
     "deploys": {"linting", "hostops", "units", "audit"} | LEAVES,
     "perf": {"servebench", "hostops", "units", "deploys", "audit"} | LEAVES,
     "api": {"linting", "hostops", "units", "deploys", "perf", "audit"} | LEAVES,
-    "specadmin": {"linting", "servebench", "hostops", "units", "audit", "deploys", "perf", "api"},
+    "watchdog": {"linting", "hostops", "units", "deploys", "perf", "audit"} | LEAVES,
+    "specadmin": {
+        "linting",
+        "servebench",
+        "hostops",
+        "units",
+        "audit",
+        "deploys",
+        "perf",
+        "api",
+        "watchdog",
+    },
 }
 # linting/management: the `--profiles` option of lintunits reads the database's profiles.
 OPTIONAL = {("linting/management/commands/lintunits.py", "units.linting")}
