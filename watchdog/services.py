@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -189,12 +190,16 @@ def _announce(opened: list[Incident], closed: list[Incident]) -> None:
 
 
 def check_host(
-    *, host: Host, transport: Transport, history: dict[str, Any]
+    *,
+    host: Host,
+    transport: Transport,
+    history: dict[str, Any],
+    clock: Callable[[], float] = time.time,
 ) -> tuple[Evaluation, list[Incident], list[Incident]]:
     """Read the host, judge every check, open and close incidents. The caller stores the
     evaluation's history and `now` (watchdog.claims.finish)."""
     targets = watched_targets(host)
-    read = read_host(transport, targets, gpus=host.gpu_count != 0)
+    read = read_host(transport, targets, gpus=host.gpu_count != 0, clock=clock)
     evaluation = evaluate(read, history, windows())
     opened, closed = apply_verdicts(
         host=host, verdicts=evaluation.verdicts, units=[t.unit for t in targets]
