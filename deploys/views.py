@@ -375,7 +375,11 @@ def request_list(request: HttpRequest) -> HttpResponse:
 def request_new(request: HttpRequest) -> HttpResponse:
     """Choose version + host (+ unit name) → preview (diff, findings) → submit."""
     if request.method == "GET":
-        initial = {k: request.GET[k] for k in ("profile_version", "host") if request.GET.get(k)}
+        initial = {
+            k: request.GET[k]
+            for k in ("profile_version", "host", "unit_name")
+            if request.GET.get(k)
+        }
         return render(
             request, "deploys/request_new.html", {"form": DeployRequestForm(initial=initial)}
         )

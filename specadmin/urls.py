@@ -15,6 +15,7 @@ urlpatterns = [
     path("history/", include("audit.urls")),
     path("deploys/", include("deploys.urls")),
     path("benchmarks/", include("perf.urls")),
+    path("watchdog/", include("watchdog.urls")),
     # The REST API for CI and scripts, and the token page (api/; docs/api.md).
     path("api/", include("api.urls")),
 ]

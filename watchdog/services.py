@@ -13,16 +13,21 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit.services import record
-from deploys.models import Host
-from hostops.channel import Transport
+from deploys.connect import transport_for
+from deploys.models import Host, PushedUnit
+from hostops.channel import Transport, TransportError
+from hostops.channel.push import sha256_hex
+from units.importing.service import ImportResult, import_unit_version
 from watchdog.checks import Finding, Verdict
 from watchdog.evaluate import Evaluation, Windows, evaluate
 from watchdog.models import Incident
-from watchdog.reader import read_host
+from watchdog.reader import UNIT_DIR, read_host
 from watchdog.signals import incident_closed, incident_opened
 from watchdog.targets import watched_targets
 
@@ -207,4 +212,78 @@ def check_host(
     return evaluation, opened, closed
 
 
-__all__ = ["CLOSED", "OPENED", "apply_verdicts", "bounded", "check_host", "windows"]
+# -- the drift incident's actions -------------------------------------------------------------
+
+
+def approved_push(incident: Incident) -> PushedUnit | None:
+    """The push whose text is the approved one the drift is measured against."""
+    return (
+        PushedUnit.objects.filter(host=incident.host, unit_name=incident.unit_name)
+        .exclude(text="")
+        .select_related("request__profile_version__profile")
+        .order_by("-pushed_at", "-pk")
+        .first()
+    )
+
+
+def take_in_host_text(*, incident: Incident, actor: AbstractBaseUser) -> ImportResult:
+    """The unit file as it is on the host now, as a new version of the profile whose text
+    was approved there (`units.importing.service.import_unit_version`: refused unless it
+    runs the same commands); the operator then requests its deploy as usual. Audited, with
+    the incident it came from. ValidationError says why not."""
+    if incident.kind != Incident.Kind.DRIFT:
+        raise ValidationError("Only a drift incident has a host text to take in.")
+    push = approved_push(incident)
+    version = push.request.profile_version if push and push.request else None
+    if version is None:
+        raise ValidationError("No profile version was deployed as this unit: nothing to add to.")
+    path = f"{UNIT_DIR}/{incident.unit_name}.service"
+    try:
+        with connect_host(incident.host) as transport:
+            data = transport.read_file(path)
+    except TransportError as exc:
+        raise ValidationError(f"Cannot read {path} on {incident.host.name}: {exc}") from exc
+    if data is None:
+        raise ValidationError(f"{path} is no longer on {incident.host.name}.")
+    expected = str(incident.evidence.get("host_sha256") or "")
+    if sha256_hex(data) != expected:
+        raise ValidationError(
+            f"{path} on {incident.host.name} changed since the incident saw it; wait for the "
+            "next check and look at its diff first."
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{path} is not UTF-8 text.") from exc
+    with transaction.atomic():
+        result = import_unit_version(profile=version.profile, text=text, actor=actor)
+        record(
+            kind="watchdog.host_text_taken_in",
+            actor=actor,
+            obj=incident,
+            payload={
+                **_payload(incident),
+                "host_sha256": expected,
+                "profile": version.profile.name,
+                "version": result.version.number,
+                "created": result.created,
+            },
+            host_name=incident.host.name,
+        )
+    return result
+
+
+def connect_host(host: Host) -> Transport:
+    return transport_for(host, connect_timeout=10)
+
+
+__all__ = [
+    "CLOSED",
+    "OPENED",
+    "apply_verdicts",
+    "approved_push",
+    "bounded",
+    "check_host",
+    "take_in_host_text",
+    "windows",
+]

@@ -7,6 +7,7 @@ step's curl argv), GPUs with their processes and /proc facts; `latency_s` per op
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -67,6 +68,7 @@ class FakeHost:
     latency_s: float = 0.0
     down: bool = False
     gpu_error: str = ""
+    journal: dict[str, list[str]] = field(default_factory=dict)  # unit → messages
     calls: int = 0
 
     def write_unit(self, name: str, text: str) -> None:
@@ -152,6 +154,16 @@ class FakeHostTransport(Transport):
                 return CommandResult(7, b"\n000", b"curl: (7) Failed to connect", 0.0)
             body = server.text() if server.status == 200 else "error"
             return CommandResult(0, f"{body}\n{server.status}".encode(), b"", 0.0)
+        if words[0] == "journalctl":
+            unit = words[words.index("-u") + 1].removesuffix(".service")
+            lines = int(words[words.index("-n") + 1]) if "-n" in words else 200
+            messages = self.host.journal.get(unit, [])[-lines:]
+            out = "".join(
+                json.dumps({"__CURSOR": f"c{i}", "__REALTIME_TIMESTAMP": str(i), "MESSAGE": m})
+                + "\n"
+                for i, m in enumerate(messages)
+            )
+            return CommandResult(0, out.encode(), b"", 0.0)
         if words[:2] == ["sh", "-c"] and "/proc/$p/stat" in words[2]:
             out = "".join(
                 f"{i.pid}\t{i.ppid}\t{i.uid}\t{i.user}\t{i.start_ticks}\t{i.state}\t{i.comm}"
