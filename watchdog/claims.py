@@ -13,6 +13,7 @@ whose claim expired and was taken over writes nothing.
 from __future__ import annotations
 
 import os
+import random
 import socket
 import uuid
 from datetime import timedelta
@@ -29,6 +30,7 @@ from watchdog.models import HostWatch
 
 DEFAULT_CHECK_TIMEOUT_S = 120.0
 DEFAULT_BATCH = 500
+SPREAD_S = 30.0  # the default period (watchdog.models.DEFAULT_PERIOD_S)
 
 
 def check_timeout_s() -> float:
@@ -45,13 +47,19 @@ def _db_now_plus(seconds: float) -> ExpressionWrapper:  # type: ignore[type-arg]
 
 def ensure_watches() -> int:
     """A watch row for every host specadmin can reach (not archived; local, or SSH with a
-    pinned key), due now; how many were added. Race-free: INSERT … ON CONFLICT DO NOTHING."""
+    pinned key), first due within 30 s; how many were added. Race-free: INSERT … ON
+    CONFLICT DO NOTHING."""
     hosts = Host.objects.filter(archived=False).filter(
         Q(transport=Host.Transport.LOCAL) | ~Q(host_key="")
     )
     missing = hosts.exclude(watch__isnull=False).values_list("pk", flat=True)
-    # Due at once (a skew between this clock and the database's only shifts the first check).
-    rows = [HostWatch(host_id=pk, next_due=timezone.now()) for pk in missing]
+    # Due within the first period, spread over it: hosts added at once (an install, an
+    # import of many hosts) do not all fall due in the same second, period after period.
+    now = timezone.now()
+    rows = [
+        HostWatch(host_id=pk, next_due=now + timedelta(seconds=random.uniform(0, SPREAD_S)))
+        for pk in missing
+    ]
     HostWatch.objects.bulk_create(rows, ignore_conflicts=True)
     return len(rows)
 

@@ -6,6 +6,7 @@ rate its benchmark recorded (`perf`)."""
 from __future__ import annotations
 
 import functools
+import re
 
 from deploys.models import Host, PushedUnit
 from hostops.service import vllm_service
@@ -15,6 +16,9 @@ from units.linting import lint_rendered
 from units.models import ProfileVersion
 from units.rendering import environment_items
 from watchdog.reader import Target
+
+# vLLM's option, as rendered or as written by hand (its parser takes `_` for `-`).
+SPECULATIVE = re.compile(r"--speculative[-_]config")
 
 
 @functools.lru_cache(maxsize=512)
@@ -77,7 +81,10 @@ def watched_targets(host: Host) -> list[Target]:
                 version=f"{version.profile.name} v{version.number}" if version else "",
                 base_url=base_url,
                 api_key=api_key,
-                expected_acceptance=_expected_acceptance(host, version),
+                # Only a speculative unit has an acceptance rate to compare (two queries).
+                expected_acceptance=_expected_acceptance(host, version)
+                if SPECULATIVE.search(push.text)
+                else None,
             )
         )
     return targets

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from deploys.jobs.lease import HostLease
 from deploys.jobs.signals import job_finished
-from deploys.models import DeployRequest
+from deploys.models import DeployRequest, Host
 from tests.doubles.watch_host import FakeHostTransport
 from tests.watchdog.helpers import healthy_fake, make_host
 from watchdog import claims, dispatch, queue, runner
@@ -25,21 +25,28 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def due_watch(name: str = "gpu1") -> HostWatch:
     host = make_host(name)
     claims.ensure_watches()
+    HostWatch.objects.filter(host=host).update(next_due=timezone.now())
     return HostWatch.objects.get(host=host)
 
 
-def test_every_reachable_host_gets_one_watch_due_now() -> None:
-    make_host("gpu1")
-    make_host("gpu2").__class__.objects.filter(name="gpu2").update(archived=True)
-    assert claims.ensure_watches() == 1
+def test_every_reachable_host_gets_one_watch_first_due_within_a_period() -> None:
+    for i in range(20):
+        make_host(f"gpu{i}")
+    Host.objects.filter(name="gpu19").update(archived=True)
+    Host.objects.filter(name="gpu18").update(transport=Host.Transport.SSH)  # no pinned key
+    before = timezone.now()
+    assert claims.ensure_watches() == 18
     assert claims.ensure_watches() == 0
-    assert list(HostWatch.objects.values_list("host__name", flat=True)) == ["gpu1"]
+    dues = list(HostWatch.objects.values_list("next_due", flat=True))
+    assert all(before <= due <= before + timedelta(seconds=31) for due in dues)
+    assert len({round(d.timestamp()) for d in dues}) > 3, "spread over the period, not all at once"
 
 
 def test_two_claimers_at_once_one_wins_each_host() -> None:
     for i in range(20):
         make_host(f"gpu{i}")
     claims.ensure_watches()
+    HostWatch.objects.update(next_due=timezone.now())
     won: list[list[int]] = [[], []]
     start = threading.Barrier(2)
 

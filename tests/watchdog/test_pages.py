@@ -45,9 +45,9 @@ def checked(host: Host, fake: FakeHost) -> None:
     )
 
 
-def deployed(name: str = "gpu1") -> tuple[Host, Any, str]:
+def deployed(name: str = "gpu1", data: dict[str, Any] | None = None) -> tuple[Host, Any, str]:
     """A host where a profile's version 1 was pushed as UNIT by a request."""
-    profile = profile_create(data=baseline(name=UNIT), created_by=None)
+    profile = profile_create(data=data or baseline(name=UNIT), created_by=None)
     version = profile.versions.get()
     host = Host.objects.create(name=name, address="127.0.0.1", transport="local", gpu_count=8)
     text = version.unit_text
@@ -59,7 +59,7 @@ def deployed(name: str = "gpu1") -> tuple[Host, Any, str]:
         unit_sha256=sha256_hex(text.encode()),
         status=DeployRequest.Status.SUCCEEDED,
         expires_at=timezone.now(),
-        requested_by=get_user_model().objects.create_user("olga"),
+        requested_by=get_user_model().objects.get_or_create(username="olga")[0],
     )
     PushedUnit.objects.create(
         host=host, unit_name=UNIT, request=request, text=text, sha256=sha256_hex(text.encode())
