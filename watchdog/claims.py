@@ -20,8 +20,8 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import DateTimeField, ExpressionWrapper, Q
-from django.db.models.functions import Now
+from django.db.models import DateTimeField, ExpressionWrapper, F, Q
+from django.db.models.functions import Greatest, Now
 from django.utils import timezone
 
 from deploys.locks import HostLock
@@ -101,6 +101,18 @@ def claim_host(host_id: int, *, hold_s: float | None = None) -> tuple[str, int |
     return token, pk
 
 
+def _next_due(period_s: float) -> Greatest:
+    """One period after the time it was due (so the delays of a queue or a slow check do
+    not add up period after period), but never sooner than half a period from now (a
+    host checked late is not checked again at once)."""
+    return Greatest(
+        ExpressionWrapper(
+            F("next_due") + timedelta(seconds=period_s), output_field=DateTimeField()
+        ),
+        _db_now_plus(period_s / 2),
+    )
+
+
 def finish(
     watch_id: int,
     token: str,
@@ -110,12 +122,13 @@ def finish(
     seconds: float | None,
     error: str = "",
 ) -> bool:
-    """End our claim: due again one period from now; False when it was no longer ours.
+    """End our claim: due again a period after it was due (`_next_due`); False when it
+    was no longer ours.
     `readings` None keeps the last ones (a check that was skipped)."""
     values: dict[str, Any] = {
         "claimed_by": "",
         "claimed_until": None,
-        "next_due": _db_now_plus(period_s),
+        "next_due": _next_due(period_s),
         "last_error": error[:2000],
     }
     if readings is not None:

@@ -120,3 +120,18 @@ def test_the_dispatcher_enqueues_one_check_per_due_host_and_a_job_end_asks_for_o
     request = DeployRequest(host_id=first.host_id)
     job_finished.send(sender=DeployRequest, request=request, status="succeeded")
     assert [a[1] for a in queued] == [first.pk], "the job's host is checked again at once"
+
+
+@pytest.mark.parametrize(("late_s", "due_in_s"), [(5, 25), (40, 15)])
+def test_the_next_check_is_one_period_after_the_last_was_due_but_never_at_once(
+    late_s: int, due_in_s: int
+) -> None:
+    watch = due_watch()
+    HostWatch.objects.filter(pk=watch.pk).update(
+        next_due=timezone.now() - timedelta(seconds=late_s)
+    )
+    token, [pk] = claims.claim_due()
+    assert claims.finish(pk, token, period_s=30, readings=None, seconds=None)
+    watch.refresh_from_db()
+    due_in = (watch.next_due - timezone.now()).total_seconds()
+    assert due_in_s - 2 < due_in <= due_in_s
