@@ -38,7 +38,7 @@ def connect(host: Host) -> Transport:
 def _unreachable(host: Host, history: dict[str, Any], reason: str) -> dict[str, Any]:
     """No connection at all: the reach verdict alone (nothing else judged, nothing closes)."""
     evaluation = evaluate(HostRead(at=time.time(), errors={SSH: reason}), history, windows())
-    apply_verdicts(host=host, verdicts=evaluation.verdicts, units=[])
+    apply_verdicts(host=host, verdicts=evaluation.verdicts, units=None)
     return {"history": history, "now": evaluation.now}
 
 

@@ -142,21 +142,22 @@ def _close(incident: Incident, reason: str, now: datetime) -> bool:
     return True
 
 
-def _close_reason(incident: Incident, judged: set[str], watched: set[str]) -> str:
+def _close_reason(incident: Incident, judged: set[str], watched: set[str] | None) -> str:
     if incident.scope in judged:
         return "cleared: the check no longer finds it"
-    if incident.unit_name and incident.unit_name not in watched:
+    if watched is not None and incident.unit_name and incident.unit_name not in watched:
         return "the unit is no longer deployed here"
     return ""  # its check did not run or could not tell: left open
 
 
 def apply_verdicts(
-    *, host: Host, verdicts: Iterable[Verdict], units: Iterable[str]
+    *, host: Host, verdicts: Iterable[Verdict], units: Iterable[str] | None
 ) -> tuple[list[Incident], list[Incident]]:
     """Open an incident per new finding, refresh those still found, close those of a
-    judged scope no longer found and those of units no longer watched. (opened, closed)."""
+    judged scope no longer found and those of units no longer watched (`units` None: not
+    known, none of those closes). (opened, closed)."""
     verdicts = list(verdicts)
-    watched = set(units)
+    watched = None if units is None else set(units)
     judged = {v.scope for v in verdicts if v.judged}
     found = _keyed(verdicts)
     now = timezone.now()

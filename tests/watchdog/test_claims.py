@@ -17,7 +17,7 @@ from deploys.models import DeployRequest, Host
 from tests.doubles.watch_host import FakeHostTransport
 from tests.watchdog.helpers import healthy_fake, make_host
 from watchdog import claims, dispatch, queue, runner
-from watchdog.models import HostWatch
+from watchdog.models import HostWatch, Incident
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -135,3 +135,24 @@ def test_the_next_check_is_one_period_after_the_last_was_due_but_never_at_once(
     watch.refresh_from_db()
     due_in = (watch.next_due - timezone.now()).total_seconds()
     assert due_in_s - 2 < due_in <= due_in_s
+
+
+def test_a_host_that_cannot_be_connected_is_unreachable_and_its_incidents_stay_open() -> None:
+    watch = due_watch()
+    fake = healthy_fake()
+    fake.units["vllm-a"].active = "failed"
+    token, [pk] = claims.claim_due()
+    runner.run_check(pk, token, connect=lambda h: FakeHostTransport(fake))
+
+    def refuse(host: Any) -> Any:
+        raise OSError("no route to host")
+
+    HostWatch.objects.filter(pk=pk).update(next_due=timezone.now())
+    token, [pk] = claims.claim_due()
+    assert "OSError: no route to host" in runner.run_check(pk, token, connect=refuse)
+    open_keys = set(
+        Incident.objects.filter(host_id=watch.host_id, closed_at__isnull=True).values_list(
+            "key", flat=True
+        )
+    )
+    assert open_keys == {"unit_failed:vllm-a", "unreachable:ssh"}
