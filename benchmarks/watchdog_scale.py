@@ -77,7 +77,7 @@ def run_cluster() -> None:
         fake.latency_s = latency
         return FakeHostTransport(fake)
 
-    runner.transport_for = fake_transport  # type: ignore[assignment]
+    runner.transport_for = fake_transport  # type: ignore[attr-defined]
     call_command("qcluster")
 
 
