@@ -3,6 +3,7 @@ the one write (taking a host's text in) is `watchdog.services`."""
 
 from __future__ import annotations
 
+import re
 from typing import cast
 from urllib.parse import urlencode
 
@@ -46,8 +47,9 @@ def incident_list(request: HttpRequest) -> HttpResponse:
     if state not in STATES:
         state = "open"
     host = None
-    if request.GET.get("host", "").isdigit():
-        host = Host.objects.filter(pk=int(request.GET["host"])).first()
+    wanted = request.GET.get("host", "")
+    if re.fullmatch(r"[0-9]{1,18}", wanted):  # str.isdigit() takes "²", which int() refuses
+        host = Host.objects.filter(pk=int(wanted)).first()
     return render(
         request,
         "watchdog/incident_list.html",

@@ -95,7 +95,8 @@ def test_an_open_incident_is_listed_on_the_fleet_and_its_own_page(admin_client: 
     )
     detail = admin_client.get(f"/watchdog/incidents/{incident.pk}/").content.decode()
     assert "Unit not running on gpu1" in detail and "open" in detail
-    assert admin_client.get("/watchdog/incidents/?state=bogus&host=x").status_code == 200
+    for query in ("state=bogus&host=x", "host=%C2%B2", "host=99999999999999999999999"):
+        assert admin_client.get(f"/watchdog/incidents/?{query}").status_code == 200
 
 
 def test_a_drift_incident_offers_restore_and_take_in_and_take_in_adds_a_version(
