@@ -25,6 +25,10 @@ DEFAULT_DISPATCH_S = 55.0
 DEFAULT_TICK_S = 5.0
 
 
+def enabled() -> bool:
+    return bool(getattr(settings, "WATCHDOG_ENABLED", True))
+
+
 def dispatch_once(*, enqueue: Callable[[int, str], None] = queue.enqueue_check) -> int:
     """Claim the due hosts and enqueue a check for each; how many."""
     token, ids = claims.claim_due()
@@ -40,7 +44,10 @@ def run_dispatcher(
     enqueue: Callable[[int, str], None] = queue.enqueue_check,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    """The scheduled task: new hosts get a watch, then dispatch every tick for `seconds`."""
+    """The scheduled task: new hosts get a watch, then dispatch every tick for `seconds`.
+    Nothing with WATCHDOG_ENABLED off."""
+    if not enabled():
+        return 0
     seconds = (
         float(getattr(settings, "WATCHDOG_DISPATCH_S", DEFAULT_DISPATCH_S))
         if seconds is None
@@ -60,6 +67,8 @@ def run_dispatcher(
 
 def check_after_job(sender: Any, request: Any, status: str, **kwargs: Any) -> None:
     """`deploys.jobs.signals.job_finished`: check the host again now that the job is done."""
+    if not enabled():
+        return
     host_id = request.host_id
 
     def claim_and_enqueue() -> None:

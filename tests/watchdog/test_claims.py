@@ -156,3 +156,14 @@ def test_a_host_that_cannot_be_connected_is_unreachable_and_its_incidents_stay_o
         )
     )
     assert open_keys == {"unit_failed:vllm-a", "unreachable:ssh"}
+
+
+def test_with_the_watchdog_off_nothing_is_dispatched(
+    monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    due_watch()
+    settings.WATCHDOG_ENABLED = False
+    queued: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(queue, "async_task", lambda *a, **k: queued.append(a))
+    assert dispatch.run_dispatcher(seconds=0) == 0
+    assert queued == []
