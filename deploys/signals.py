@@ -1,12 +1,13 @@
 """What deploys tells the apps above it, without importing them.
 
 `deploys` may not import the apps that build on it (docs/architecture.md, "Apps and
-imports"); those that want to act on a request or a job's end (notify, fleet) connect to these
-signals in their `AppConfig.ready()`. Both are sent inside the transaction that made the
-change, with `send_robust`: a receiver that raises is logged, never the caller's failure,
-and a receiver that writes rows writes them in that same transaction (so they exist
-exactly when the change does). A receiver that writes must use its own savepoint
-(`transaction.atomic()`), so a failure there does not break the caller's transaction.
+imports"); those that want to act on a request or a job's end (notify, fleet, watchdog)
+connect to these signals in their `AppConfig.ready()`. `request_created` and `job_ended`
+are sent inside the transaction that made the change, with `send_robust`: a receiver
+that raises is logged, never the caller's failure, and a receiver that writes rows
+writes them in that same transaction (so they exist exactly when the change does). A
+receiver that writes must use its own savepoint (`transaction.atomic()`), so a failure
+there does not break the caller's transaction.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ log = logging.getLogger(__name__)
 request_created = Signal()
 # A job reached its final status. kwargs: request (DeployRequest), status (str), reason (str).
 job_ended = Signal()
+# Sent once a job has ended and freed the host (outside its transaction). kwargs: request
+# (DeployRequest, refreshed), status (str). The watchdog checks the host again then.
+job_finished = Signal()
 
 
 def send(signal: Signal, sender: type, **kwargs: Any) -> None:
@@ -41,4 +45,4 @@ def send_job_ended(request: DeployRequest, status: str, reason: str) -> None:
     send(job_ended, DeployRequest, request=request, status=status, reason=reason)
 
 
-__all__ = ["job_ended", "request_created", "send", "send_job_ended"]
+__all__ = ["job_ended", "job_finished", "request_created", "send", "send_job_ended"]

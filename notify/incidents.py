@@ -36,6 +36,10 @@ def _summary(incident: Any) -> str:
     return str(incident)
 
 
+def _when(moment: Any) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
 def _host_url(host: Any) -> str:
     try:
         return reverse("deploys:host_detail", args=[host.pk]) if host is not None else ""
@@ -56,8 +60,8 @@ def _notify(event: str, sender: Any, kwargs: dict[str, Any]) -> None:
         "summary": summary,
         "host": host.name if host is not None else None,
         "evidence": getattr(incident, "evidence", None),
-        "started_at": getattr(incident, "started_at", None),
-        "ended_at": getattr(incident, "ended_at", None),
+        "opened_at": _when(getattr(incident, "opened_at", None)),
+        "closed_at": _when(getattr(incident, "closed_at", None)),
         "url": _host_url(host),
     }
     services.enqueue(

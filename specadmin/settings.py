@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "api",
     "notify",
+    "watchdog",
     # specadmin's own system checks (specadmin/checks.py: file modes, the secret key, the
     # trusted proxies, serving on a public address).
     "specadmin",
@@ -221,6 +222,11 @@ if _REDIS_URL:
 else:
     Q_CLUSTER["orm"] = "default"
     Q_CLUSTER["broker_class"] = "deploys.jobs.brokers.AllowListedORM"
+
+# The watchdog (docs/watchdog.md): off, its minute schedule and the check after each job do
+# nothing (the schedule row stays). The job tests with real workers turn it off, so their
+# two workers are the jobs'.
+WATCHDOG_ENABLED = envbool("WATCHDOG_ENABLED", True)
 
 # Audit history (audit/keys.py, audit/checkpoints.py; docs/operations.md "Audit history"):
 # the HMAC/signing secret lives in a file beside SECRET_KEY_FILE (or in var/), never in the

@@ -17,6 +17,7 @@ urlpatterns = [
     path("benchmarks/", include("perf.urls")),
     # Host groups and rollouts: one version to many hosts (fleet/; docs/rollouts.md).
     path("rollouts/", include("fleet.urls")),
+    path("watchdog/", include("watchdog.urls")),
     # The REST API for CI and scripts, and the token page (api/; docs/api.md).
     path("api/", include("api.urls")),
     # Each person's notification settings (notify/; docs/notifications.md).

@@ -133,9 +133,16 @@ def _run(
         except Exception as exc:  # a bug or a database failure between steps
             log.exception("deploy request #%s crashed", request.pk)
             outcome = JobOutcome(Status.FAILED, f"job crashed: {type(exc).__name__}: {exc}")
-        return _finish(job.ctx, outcome, outcome.host_state or _final_host_state(job))
+        status = _finish(job.ctx, outcome, outcome.host_state or _final_host_state(job))
     finally:
         _clean_up(job.ctx)
+    _announce(request, status)
+    return status
+
+
+def _announce(request: DeployRequest, status: str) -> None:
+    """`job_finished`, once the host is free (the watchdog's check after a job may run)."""
+    signals.send(signals.job_finished, DeployRequest, request=request, status=status)
 
 
 def _clean_up(ctx: JobContext) -> None:

@@ -105,6 +105,8 @@ def base_env() -> dict[str, str]:
         Q_TIMEOUT="1200",
         Q_RETRY="1300",
         PYTHONUNBUFFERED="1",
+        # The watchdog's dispatcher would hold one of the two workers (docs/watchdog.md).
+        WATCHDOG_ENABLED="0",
     )
     return env
 

@@ -34,6 +34,7 @@ from deploys.jobs import queue
 from deploys.jobs.allowlist import ALLOWED_TASKS, allowed_tasks
 from deploys.jobs.brokers import AllowListedORM, AllowListedRedis
 from fleet import queue as fleet_queue
+from watchdog import queue as watchdog_queue
 
 # django-q2's worker closes "old" database connections before each task: outside a test
 # transaction, as in a cluster.
@@ -108,7 +109,12 @@ def test_the_allow_list_is_the_task_wrappers_and_each_is_a_function():
         "deploys.jobs.tasks.probe_task",
         "notify.tasks.deliver_notifications_task",
     ]
-    assert all(callable(pydoc.locate(name)) for name in ALLOWED_TASKS)
+    # The watchdog's wrappers, registered when its app loads (watchdog.apps).
+    assert allowed_tasks() - ALLOWED_TASKS == {
+        "watchdog.tasks.check_task",
+        "watchdog.tasks.dispatch_task",
+    }
+    assert all(callable(pydoc.locate(name)) for name in allowed_tasks())
 
 
 def test_the_apps_above_deploys_add_only_their_own_task_wrappers():
@@ -122,7 +128,8 @@ def test_the_apps_above_deploys_add_only_their_own_task_wrappers():
 
 @pytest.mark.django_db  # the migrations' schedules (a transactional test flushes them)
 def test_every_task_specadmin_queues_or_schedules_is_on_the_list():
-    assert {queue.DEPLOY_TASK, queue.PROBE_TASK, fleet_queue.ADVANCE_TASK} <= allowed_tasks()
+    registered = {fleet_queue.ADVANCE_TASK, watchdog_queue.CHECK_TASK}
+    assert {queue.DEPLOY_TASK, queue.PROBE_TASK} | registered <= allowed_tasks()
     scheduled = set(Schedule.objects.values_list("func", flat=True))
     assert scheduled and scheduled <= allowed_tasks()
     assert fleet_queue.CHECK_TASK in scheduled

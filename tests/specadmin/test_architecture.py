@@ -21,6 +21,7 @@ FIRST_PARTY = (
     "fleet",
     "api",
     "notify",
+    "watchdog",
     "specadmin",
     "tests",
 )
@@ -37,6 +38,7 @@ ALLOWED: dict[str, set[str]] = {
     "fleet": {"units", "deploys", "perf", "audit"} | LEAVES,
     "api": {"linting", "hostops", "units", "deploys", "perf", "audit"} | LEAVES,
     "notify": {"hostops", "units", "deploys", "audit"} | LEAVES,
+    "watchdog": {"linting", "hostops", "units", "deploys", "perf", "notify", "audit"} | LEAVES,
     "specadmin": {
         "linting",
         "servebench",
@@ -48,6 +50,7 @@ ALLOWED: dict[str, set[str]] = {
         "fleet",
         "api",
         "notify",
+        "watchdog",
     },
 }
 # linting/management: the `--profiles` option of lintunits reads the database's profiles.

@@ -1,0 +1,169 @@
+"""Exactly one worker checks a due host, never one a job holds (watchdog.claims,
+watchdog.runner, watchdog.dispatch)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connections
+from django.utils import timezone
+
+from deploys.jobs.lease import HostLease
+from deploys.models import DeployRequest, Host
+from deploys.signals import job_finished
+from tests.doubles.watch_host import FakeHostTransport
+from tests.watchdog.helpers import healthy_fake, make_host
+from watchdog import claims, dispatch, queue, runner
+from watchdog.models import HostWatch, Incident
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def due_watch(name: str = "gpu1") -> HostWatch:
+    host = make_host(name)
+    claims.ensure_watches()
+    HostWatch.objects.filter(host=host).update(next_due=timezone.now())
+    return HostWatch.objects.get(host=host)
+
+
+def test_every_reachable_host_gets_one_watch_first_due_within_a_period() -> None:
+    for i in range(20):
+        make_host(f"gpu{i}")
+    Host.objects.filter(name="gpu19").update(archived=True)
+    Host.objects.filter(name="gpu18").update(transport=Host.Transport.SSH)  # no pinned key
+    before = timezone.now()
+    assert claims.ensure_watches() == 18
+    assert claims.ensure_watches() == 0
+    dues = list(HostWatch.objects.values_list("next_due", flat=True))
+    assert all(before <= due <= before + timedelta(seconds=31) for due in dues)
+    assert len({round(d.timestamp()) for d in dues}) > 3, "spread over the period, not all at once"
+
+
+def test_two_claimers_at_once_one_wins_each_host() -> None:
+    for i in range(20):
+        make_host(f"gpu{i}")
+    claims.ensure_watches()
+    HostWatch.objects.update(next_due=timezone.now())
+    won: list[list[int]] = [[], []]
+    start = threading.Barrier(2)
+
+    def claimer(slot: int) -> None:
+        try:
+            start.wait()
+            won[slot] = claims.claim_due()[1]
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=claimer, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(won[0] + won[1]) == sorted(HostWatch.objects.values_list("pk", flat=True))
+    assert not set(won[0]) & set(won[1])
+    assert claims.claim_due()[1] == [], "claimed hosts are not claimed again"
+
+
+def test_a_host_whose_job_lease_is_held_is_not_claimed() -> None:
+    watch = due_watch()
+    lease = HostLease.try_acquire(watch.host_id, purpose="deploy")
+    assert lease is not None
+    assert claims.claim_due()[1] == []
+    lease.release()
+    assert claims.claim_due()[1] == [watch.pk]
+
+
+def test_an_expired_claim_is_taken_over_and_the_late_check_writes_nothing() -> None:
+    watch = due_watch()
+    token, [pk] = claims.claim_due()
+    HostWatch.objects.filter(pk=pk).update(claimed_until=timezone.now() - timedelta(seconds=1))
+    second, [again] = claims.claim_due()
+    assert again == pk and second != token
+    assert runner.run_check(pk, token).startswith("not ours")
+    fake = healthy_fake()
+    assert runner.run_check(pk, second, connect=lambda h: FakeHostTransport(fake)).startswith(
+        "checked"
+    )
+    watch.refresh_from_db()
+    assert watch.claimed_by == "" and watch.last_check_at is not None
+    assert watch.next_due > timezone.now() + timedelta(seconds=25), "due one period later"
+    assert watch.readings["now"]["units"][0]["unit"] == "vllm-a"
+
+
+def test_a_job_that_takes_the_host_after_the_claim_skips_the_check() -> None:
+    watch = due_watch()
+    token, [pk] = claims.claim_due()
+    lease = HostLease.try_acquire(watch.host_id, purpose="deploy")
+    assert lease is not None
+    assert runner.run_check(pk, token) == "skipped: a job holds the host"
+    lease.release()
+    watch.refresh_from_db()
+    assert watch.claimed_by == "" and watch.last_check_at is None
+
+
+def test_the_dispatcher_enqueues_one_check_per_due_host_and_a_job_end_asks_for_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first, second = due_watch("gpu1"), due_watch("gpu2")
+    queued: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(queue, "async_task", lambda *a, **k: queued.append(a))
+    assert dispatch.run_dispatcher(seconds=0) == 2
+    assert sorted(a[1] for a in queued) == [first.pk, second.pk]
+    assert {a[0] for a in queued} == {queue.CHECK_TASK}
+    HostWatch.objects.update(
+        claimed_by="", claimed_until=None, next_due=timezone.now() + timedelta(hours=1)
+    )
+    queued.clear()
+    request = DeployRequest(host_id=first.host_id)
+    job_finished.send(sender=DeployRequest, request=request, status="succeeded")
+    assert [a[1] for a in queued] == [first.pk], "the job's host is checked again at once"
+
+
+@pytest.mark.parametrize(("late_s", "due_in_s"), [(5, 25), (40, 15)])
+def test_the_next_check_is_one_period_after_the_last_was_due_but_never_at_once(
+    late_s: int, due_in_s: int
+) -> None:
+    watch = due_watch()
+    HostWatch.objects.filter(pk=watch.pk).update(
+        next_due=timezone.now() - timedelta(seconds=late_s)
+    )
+    token, [pk] = claims.claim_due()
+    assert claims.finish(pk, token, period_s=30, readings=None, seconds=None)
+    watch.refresh_from_db()
+    due_in = (watch.next_due - timezone.now()).total_seconds()
+    assert due_in_s - 2 < due_in <= due_in_s
+
+
+def test_a_host_that_cannot_be_connected_is_unreachable_and_its_incidents_stay_open() -> None:
+    watch = due_watch()
+    fake = healthy_fake()
+    fake.units["vllm-a"].active = "failed"
+    token, [pk] = claims.claim_due()
+    runner.run_check(pk, token, connect=lambda h: FakeHostTransport(fake))
+
+    def refuse(host: Any) -> Any:
+        raise OSError("no route to host")
+
+    HostWatch.objects.filter(pk=pk).update(next_due=timezone.now())
+    token, [pk] = claims.claim_due()
+    assert "OSError: no route to host" in runner.run_check(pk, token, connect=refuse)
+    open_keys = set(
+        Incident.objects.filter(host_id=watch.host_id, closed_at__isnull=True).values_list(
+            "key", flat=True
+        )
+    )
+    assert open_keys == {"unit_failed:vllm-a", "unreachable:ssh"}
+
+
+def test_with_the_watchdog_off_nothing_is_dispatched(
+    monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    due_watch()
+    settings.WATCHDOG_ENABLED = False
+    queued: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(queue, "async_task", lambda *a, **k: queued.append(a))
+    assert dispatch.run_dispatcher(seconds=0) == 0
+    assert queued == []

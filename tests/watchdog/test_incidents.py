@@ -1,0 +1,179 @@
+"""A host's check from reading to incidents: opened once, refreshed, closed when cleared,
+left open when the reading fails; audited and signalled (watchdog.services)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from audit.models import AuditEvent
+from audit.verify import verify_chain
+from tests.doubles.watch_host import FakeHost, FakeHostTransport, proc
+from tests.watchdog.helpers import PORT, UNIT, healthy_fake, make_host
+from watchdog.models import Incident
+from watchdog.services import check_host
+from watchdog.signals import incident_closed, incident_opened
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Checker:
+    def __init__(self, fake: FakeHost) -> None:
+        self.host = make_host()
+        self.fake = fake
+        self.history: dict[str, Any] = {}
+        self.clock = 1000.0
+
+    def check(self, advance: float = 30.0) -> dict[str, Any]:
+        self.clock += advance
+        evaluation, _, _ = check_host(
+            host=self.host,
+            transport=FakeHostTransport(self.fake),
+            history=self.history,
+            clock=lambda: self.clock,
+        )
+        self.history = evaluation.history
+        return evaluation.now
+
+
+def open_kinds(host: Any) -> list[tuple[str, str]]:
+    return sorted(
+        Incident.objects.filter(host=host, closed_at__isnull=True).values_list("kind", "key")
+    )
+
+
+@pytest.fixture
+def signals() -> Any:
+    got: list[tuple[str, int]] = []
+
+    def opened(sender: Any, incident: Incident, **kw: Any) -> None:
+        got.append(("opened", incident.pk))
+
+    def closed(sender: Any, incident: Incident, **kw: Any) -> None:
+        got.append(("closed", incident.pk))
+
+    incident_opened.connect(opened)
+    incident_closed.connect(closed)
+    yield got
+    incident_opened.disconnect(opened)
+    incident_closed.disconnect(closed)
+
+
+def test_a_healthy_host_opens_nothing_and_reports_what_runs() -> None:
+    checker = Checker(healthy_fake())
+    now = checker.check()
+    assert open_kinds(checker.host) == []
+    [unit] = now["units"]
+    assert unit["state"]["active"] == "active" and unit["sha256"] == unit["approved_sha256"]
+    assert unit["running"] == 1 and len(now["gpus"]) == 8 and now["errors"] == {}
+
+
+def test_a_stopped_unit_opens_one_incident_and_its_start_closes_it(signals: Any) -> None:
+    fake = healthy_fake()
+    checker = Checker(fake)
+    fake.units[UNIT].active, fake.units[UNIT].sub = "inactive", "dead"
+    checker.check()
+    checker.check()  # seen again: the same incident, not a second one
+    [incident] = Incident.objects.filter(host=checker.host)
+    assert (incident.kind, incident.key, incident.is_open) == (
+        "unit_failed",
+        "unit_failed:vllm-a",
+        True,
+    )
+    fake.units[UNIT].active, fake.units[UNIT].sub = "active", "running"
+    checker.check()
+    incident.refresh_from_db()
+    assert incident.closed_at is not None and incident.closed_reason.startswith("cleared")
+    events = list(
+        AuditEvent.objects.filter(object_type="watchdog.incident", object_id=str(incident.pk))
+        .order_by("id")
+        .values_list("kind", flat=True)
+    )
+    assert events == ["watchdog.incident_opened", "watchdog.incident_closed"]
+    assert signals == [("opened", incident.pk), ("closed", incident.pk)]
+    assert verify_chain().ok
+
+
+def test_a_hand_edited_unit_file_is_drift_with_the_diff() -> None:
+    fake = healthy_fake()
+    checker = Checker(fake)
+    fake.write_unit(UNIT, fake.files[f"/etc/systemd/system/{UNIT}.service"].decode() + "Nice=5\n")
+    checker.check()
+    [incident] = Incident.objects.filter(host=checker.host, kind="drift")
+    assert "+Nice=5" in incident.evidence["diff"]
+
+
+def test_a_leftover_engine_core_after_the_api_process_died_names_pid_user_gpus_memory() -> None:
+    fake = healthy_fake()
+    checker = Checker(fake)
+    fake.units[UNIT].active, fake.units[UNIT].sub, fake.units[UNIT].result = (
+        "failed",
+        "failed",
+        "signal",
+    )
+    fake.servers.clear()
+    fake.hold_gpu(4242, 0, 128_000, proc(4242, cgroup="/init.scope"))
+    checker.check()
+    kinds = dict(open_kinds(checker.host))
+    assert set(kinds) == {"unit_failed", "gpu_leftover"}
+    leftover = Incident.objects.get(kind="gpu_leftover")
+    assert leftover.summary.startswith(
+        "PID 4242 (VLLM::EngineCore, user vllm) holds 125 GiB on GPU 0"
+    )
+    fake.free_gpus()
+    checker.check()
+    leftover.refresh_from_db()
+    assert not leftover.is_open
+
+
+def test_a_host_that_goes_down_is_unreachable_and_keeps_its_other_incidents_open() -> None:
+    fake = healthy_fake()
+    checker = Checker(fake)
+    fake.units[UNIT].active = "inactive"
+    checker.check()
+    fake.down = True
+    checker.check()
+    assert open_kinds(checker.host) == [
+        ("unit_failed", "unit_failed:vllm-a"),
+        ("unreachable", "unreachable:ssh"),
+    ], "a failed reading never closes what it could not judge"
+    fake.down = False
+    fake.units[UNIT].active = "active"
+    checker.check()
+    assert open_kinds(checker.host) == []
+
+
+def test_a_failing_gpu_reading_is_unreachable_not_healthy() -> None:
+    fake = healthy_fake()
+    checker = Checker(fake)
+    fake.hold_gpu(4242, 0, 128_000, proc(4242, cgroup="/init.scope"))
+    fake.units[UNIT].active = "inactive"
+    checker.check()
+    fake.gpu_error = "nvidia-smi failed (exit 9): driver gone"
+    checker.check()
+    assert ("gpu_leftover", "gpu_leftover:vllm-a:pid 4242") in open_kinds(checker.host)
+    assert ("unreachable", "unreachable:gpus") in open_kinds(checker.host)
+
+
+def test_a_frozen_token_stream_with_requests_running_is_a_hung_engine() -> None:
+    fake = healthy_fake()
+    checker = Checker(fake)
+    fake.servers[PORT].running = 3
+    checker.check()
+    checker.check()
+    assert open_kinds(checker.host) == [], "30 s without a token is within the 60 s window"
+    checker.check()
+    assert ("hung_engine", "hung_engine:vllm-a") in open_kinds(checker.host)
+    fake.servers[PORT].generated += 50
+    checker.check()
+    assert open_kinds(checker.host) == []
+
+
+def test_a_metrics_endpoint_that_stops_answering_is_unreachable() -> None:
+    fake = healthy_fake()
+    checker = Checker(fake)
+    fake.servers.clear()
+    now = checker.check()
+    assert open_kinds(checker.host) == [("unreachable", "unreachable:metrics:vllm-a")]
+    assert "did not answer" in now["errors"]["metrics:vllm-a"]

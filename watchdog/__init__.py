@@ -1,0 +1,1 @@
+"""The watchdog: what every host really runs between deploys (docs/watchdog.md)."""

@@ -1,0 +1,122 @@
+"""Reading a host for the checks, through its Transport (`hostops`): per watched unit its
+state (`systemctl show`), its file, and /metrics while it runs (asked on the host, as the
+readiness step asks /health: `deploys.jobs.service_steps.http_get`); then the GPUs and
+who holds them. Every reading that fails is kept with its reason, never left out: a
+check with no reading is not judged, and the failure becomes an `unreachable` finding.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from deploys.jobs.service_steps import http_get
+from hostops.channel import Transport
+from hostops.channel.base import GpuInfo
+from hostops.processes import ProcessInfo, read_processes
+from watchdog.checks import UNIT_PROPERTIES, UnitState, unit_state
+from watchdog.metrics import MetricsUnreadable, Sample, parse
+
+UNIT_DIR = "/etc/systemd/system"
+SSH = "ssh"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A unit specadmin deployed on the host, and what it was approved as."""
+
+    unit: str  # without ".service"
+    approved_text: str
+    version: str = ""  # "vllm-a v3", for the pages
+    base_url: str = ""  # where the server answers on the host; "" : not a vLLM server
+    api_key: str = ""
+    expected_acceptance: float | None = None  # percent, from the benchmark (perf)
+
+
+@dataclass
+class UnitRead:
+    target: Target
+    state: UnitState | None = None
+    file: bytes | None = None
+    file_read: bool = False
+    sample: Sample | None = None
+
+
+@dataclass
+class HostRead:
+    at: float
+    units: list[UnitRead] = field(default_factory=list)
+    gpus: list[GpuInfo] | None = None
+    infos: dict[int, ProcessInfo] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def _reason(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:2000]
+
+
+def read_host(
+    transport: Transport,
+    targets: Sequence[Target],
+    *,
+    unit_dir: str = UNIT_DIR,
+    gpus: bool = True,
+    clock: Callable[[], float] = time.time,
+) -> HostRead:
+    """One reading of everything the checks need (`gpus` False: a host the probe found
+    without GPUs is not asked for them). A failure of the first command (the
+    connection) ends it: nothing else would be read either."""
+    started = time.monotonic()
+    read = HostRead(at=clock())
+    for index, target in enumerate(targets):
+        unit = UnitRead(target)
+        read.units.append(unit)
+        try:
+            props = transport.unit_properties(f"{target.unit}.service", UNIT_PROPERTIES)
+            unit.state = unit_state(target.unit, props)
+        except Exception as exc:
+            if index == 0:
+                read.errors[SSH] = _reason(exc)
+                read.seconds = time.monotonic() - started
+                return read
+            read.errors[f"unit:{target.unit}"] = _reason(exc)
+        try:
+            unit.file = transport.read_file(f"{unit_dir}/{target.unit}.service")
+            unit.file_read = True
+        except Exception as exc:
+            read.errors[f"file:{target.unit}"] = _reason(exc)
+        if unit.state is not None and unit.state.running and target.base_url:
+            try:
+                unit.sample = _metrics(transport, target, clock)
+            except Exception as exc:
+                read.errors[f"metrics:{target.unit}"] = _reason(exc)
+    if not gpus:  # the probe found none: nothing to hold
+        read.seconds = time.monotonic() - started
+        return read
+    try:
+        read.gpus = transport.gpu_status()
+        pids = {p.pid for g in read.gpus for p in g.processes}
+        read.infos = read_processes(transport, pids) if pids else {}
+    except Exception as exc:
+        if not targets:
+            read.errors[SSH] = _reason(exc)
+        else:
+            read.errors["gpus"] = _reason(exc)
+        read.gpus = None
+    read.seconds = time.monotonic() - started
+    return read
+
+
+def _metrics(transport: Transport, target: Target, clock: Callable[[], float]) -> Sample:
+    status, body = http_get(transport, target.base_url + "/metrics", target.api_key)
+    at = clock()
+    if status == 0:
+        raise MetricsUnreadable(f"{target.base_url}/metrics did not answer: {body[-300:]}")
+    if status != 200:
+        raise MetricsUnreadable(f"{target.base_url}/metrics answered HTTP {status}")
+    return parse(body, at)
+
+
+__all__ = ["SSH", "HostRead", "Target", "UnitRead", "read_host"]

@@ -1,0 +1,290 @@
+"""Writes of the watchdog: one host's check from reading to incidents, and the incidents'
+opening and closing (audited: `watchdog.incident_opened` / `watchdog.incident_closed`,
+then `watchdog.signals`). docs/watchdog.md says what each check looks at."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from audit.services import record
+from deploys.connect import transport_for
+from deploys.models import Host, PushedUnit
+from hostops.channel import Transport, TransportError
+from hostops.channel.push import sha256_hex
+from units.importing.service import ImportResult, import_unit_version
+from watchdog.checks import Finding, Verdict
+from watchdog.evaluate import Evaluation, Windows, evaluate
+from watchdog.models import Incident
+from watchdog.reader import UNIT_DIR, read_host
+from watchdog.signals import incident_closed, incident_opened
+from watchdog.targets import watched_targets
+
+log = logging.getLogger(__name__)
+
+OPENED = "watchdog.incident_opened"
+CLOSED = "watchdog.incident_closed"
+EVIDENCE_CHARS = 16_000
+STRING_CHARS = 8_000
+LIST_ITEMS = 50
+
+
+def windows() -> Windows:
+    """The checks' windows from settings (`WATCHDOG_HUNG_WINDOW_S`, …), else defaults."""
+    d = Windows()
+    return Windows(
+        hung_s=float(getattr(settings, "WATCHDOG_HUNG_WINDOW_S", d.hung_s)),
+        acceptance_s=float(getattr(settings, "WATCHDOG_ACCEPTANCE_WINDOW_S", d.acceptance_s)),
+        min_draft_tokens=int(getattr(settings, "WATCHDOG_MIN_DRAFT_TOKENS", d.min_draft_tokens)),
+        collapse_ratio=float(getattr(settings, "WATCHDOG_COLLAPSE_RATIO", d.collapse_ratio)),
+        loop_s=float(getattr(settings, "WATCHDOG_LOOP_WINDOW_S", d.loop_s)),
+        loop_restarts=int(getattr(settings, "WATCHDOG_LOOP_RESTARTS", d.loop_restarts)),
+    )
+
+
+def bounded(value: Any, depth: int = 0) -> Any:
+    """Evidence small enough to store: long strings cut, long lists cut, deep nesting
+    flattened to its text."""
+    if isinstance(value, str):
+        return value if len(value) <= STRING_CHARS else value[:STRING_CHARS] + " …(cut)"
+    if isinstance(value, dict):
+        if depth > 4:
+            return json.dumps(value, default=str)[:STRING_CHARS]
+        return {str(k)[:100]: bounded(v, depth + 1) for k, v in list(value.items())[:LIST_ITEMS]}
+    if isinstance(value, (list, tuple)):
+        return [bounded(v, depth + 1) for v in list(value)[:LIST_ITEMS]]
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return str(value)[:STRING_CHARS]
+
+
+def _evidence(evidence: dict[str, Any]) -> dict[str, Any]:
+    kept = bounded(evidence)
+    if len(json.dumps(kept)) > EVIDENCE_CHARS:
+        return {"cut": json.dumps(kept)[:EVIDENCE_CHARS]}
+    return kept  # type: ignore[no-any-return]
+
+
+def _payload(incident: Incident) -> dict[str, Any]:
+    """What the audit keeps: which incident, not its evidence (a unit's diff may hold a
+    secret the audit must not carry)."""
+    return {
+        "incident": incident.pk,
+        "kind": incident.kind,
+        "unit": incident.unit_name,
+        "key": incident.key,
+        "summary": incident.summary,
+    }
+
+
+@dataclass(frozen=True)
+class _Found:
+    verdict: Verdict
+    finding: Finding
+    unit: str
+
+
+def _keyed(verdicts: list[Verdict]) -> dict[str, _Found]:
+    """Each finding under its incident key: kind, unit, subject ("drift:vllm-a")."""
+    found = {}
+    for verdict in verdicts:
+        for finding in verdict.findings:
+            unit = verdict.unit or str(finding.evidence.get("unit") or "")
+            key = ":".join(p for p in (finding.kind, verdict.unit, finding.subject) if p)
+            found[key[:400]] = _Found(verdict, finding, unit)
+    return found
+
+
+def _open(host: Host, key: str, seen: _Found, now: datetime) -> Incident | None:
+    """A new open incident, audited; None when another check opened it meanwhile."""
+    incident = Incident(
+        host=host,
+        kind=seen.finding.kind,
+        unit_name=seen.unit[:247],
+        scope=seen.verdict.scope[:300],
+        key=key,
+        summary=seen.finding.summary[:500],
+        evidence=_evidence(seen.finding.evidence),
+        last_seen_at=now,
+    )
+    try:
+        with transaction.atomic():
+            incident.save()
+    except IntegrityError:
+        return None
+    record(kind=OPENED, actor=None, obj=incident, payload=_payload(incident), host_name=host.name)
+    return incident
+
+
+def _close(incident: Incident, reason: str, now: datetime) -> bool:
+    """Closed by this call (a conditional UPDATE: two checks never both close it), audited."""
+    done = Incident.objects.filter(pk=incident.pk, closed_at__isnull=True).update(
+        closed_at=now, closed_reason=reason
+    )
+    if not done:
+        return False
+    incident.closed_at, incident.closed_reason = now, reason
+    payload = {**_payload(incident), "reason": reason}
+    record(kind=CLOSED, actor=None, obj=incident, payload=payload, host_name=incident.host.name)
+    return True
+
+
+def _close_reason(incident: Incident, judged: set[str], watched: set[str] | None) -> str:
+    if incident.scope in judged:
+        return "cleared: the check no longer finds it"
+    if watched is not None and incident.unit_name and incident.unit_name not in watched:
+        return "the unit is no longer deployed here"
+    return ""  # its check did not run or could not tell: left open
+
+
+def apply_verdicts(
+    *, host: Host, verdicts: Iterable[Verdict], units: Iterable[str] | None
+) -> tuple[list[Incident], list[Incident]]:
+    """Open an incident per new finding, refresh those still found, close those of a
+    judged scope no longer found and those of units no longer watched (`units` None: not
+    known, none of those closes). (opened, closed)."""
+    verdicts = list(verdicts)
+    watched = None if units is None else set(units)
+    judged = {v.scope for v in verdicts if v.judged}
+    found = _keyed(verdicts)
+    now = timezone.now()
+    opened: list[Incident] = []
+    closed: list[Incident] = []
+    with transaction.atomic():
+        current = {
+            i.key: i
+            for i in Incident.objects.filter(host=host, closed_at__isnull=True).select_related(
+                "host"
+            )
+        }
+        for key, seen in found.items():
+            if key in current:
+                Incident.objects.filter(pk=current[key].pk).update(
+                    last_seen_at=now,
+                    summary=seen.finding.summary[:500],
+                    evidence=_evidence(seen.finding.evidence),
+                )
+            elif (incident := _open(host, key, seen, now)) is not None:
+                opened.append(incident)
+        for key, incident in current.items():
+            reason = "" if key in found else _close_reason(incident, judged, watched)
+            if reason and _close(incident, reason, now):
+                closed.append(incident)
+        transaction.on_commit(lambda: _announce(opened, closed))
+    return opened, closed
+
+
+def _announce(opened: list[Incident], closed: list[Incident]) -> None:
+    for signal, incidents in ((incident_opened, opened), (incident_closed, closed)):
+        for incident in incidents:
+            for receiver, result in signal.send_robust(sender=Incident, incident=incident):
+                if isinstance(result, Exception):
+                    log.error("%r failed for incident #%s: %s", receiver, incident.pk, result)
+
+
+def check_host(
+    *,
+    host: Host,
+    transport: Transport,
+    history: dict[str, Any],
+    clock: Callable[[], float] = time.time,
+) -> tuple[Evaluation, list[Incident], list[Incident]]:
+    """Read the host, judge every check, open and close incidents. The caller stores the
+    evaluation's history and `now` (watchdog.claims.finish)."""
+    targets = watched_targets(host)
+    read = read_host(transport, targets, gpus=host.gpu_count != 0, clock=clock)
+    evaluation = evaluate(read, history, windows())
+    opened, closed = apply_verdicts(
+        host=host, verdicts=evaluation.verdicts, units=[t.unit for t in targets]
+    )
+    return evaluation, opened, closed
+
+
+# -- the drift incident's actions -------------------------------------------------------------
+
+
+def approved_push(incident: Incident) -> PushedUnit | None:
+    """The push whose text is the approved one the drift is measured against."""
+    return (
+        PushedUnit.objects.filter(host=incident.host, unit_name=incident.unit_name)
+        .exclude(text="")
+        .select_related("request__profile_version__profile")
+        .order_by("-pushed_at", "-pk")
+        .first()
+    )
+
+
+def take_in_host_text(*, incident: Incident, actor: AbstractBaseUser) -> ImportResult:
+    """The unit file as it is on the host now, as a new version of the profile whose text
+    was approved there (`units.importing.service.import_unit_version`: refused unless it
+    runs the same commands); the operator then requests its deploy as usual. Audited, with
+    the incident it came from. ValidationError says why not."""
+    if incident.kind != Incident.Kind.DRIFT:
+        raise ValidationError("Only a drift incident has a host text to take in.")
+    push = approved_push(incident)
+    version = push.request.profile_version if push and push.request else None
+    if version is None:
+        raise ValidationError("No profile version was deployed as this unit: nothing to add to.")
+    path = f"{UNIT_DIR}/{incident.unit_name}.service"
+    try:
+        with connect_host(incident.host) as transport:
+            data = transport.read_file(path)
+    except TransportError as exc:
+        raise ValidationError(f"Cannot read {path} on {incident.host.name}: {exc}") from exc
+    if data is None:
+        raise ValidationError(f"{path} is no longer on {incident.host.name}.")
+    expected = str(incident.evidence.get("host_sha256") or "")
+    if sha256_hex(data) != expected:
+        raise ValidationError(
+            f"{path} on {incident.host.name} changed since the incident saw it; wait for the "
+            "next check and look at its diff first."
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{path} is not UTF-8 text.") from exc
+    with transaction.atomic():
+        result = import_unit_version(profile=version.profile, text=text, actor=actor)
+        record(
+            kind="watchdog.host_text_taken_in",
+            actor=actor,
+            obj=incident,
+            payload={
+                **_payload(incident),
+                "host_sha256": expected,
+                "profile": version.profile.name,
+                "version": result.version.number,
+                "created": result.created,
+            },
+            host_name=incident.host.name,
+        )
+    return result
+
+
+def connect_host(host: Host) -> Transport:
+    return transport_for(host, connect_timeout=10)
+
+
+__all__ = [
+    "CLOSED",
+    "OPENED",
+    "apply_verdicts",
+    "approved_push",
+    "bounded",
+    "check_host",
+    "take_in_host_text",
+    "windows",
+]

@@ -1,0 +1,130 @@
+"""The fleet, the incidents and a host's live state. Thin: reads are `watchdog.selectors`,
+the one write (taking a host's text in) is `watchdog.services`."""
+
+from __future__ import annotations
+
+import re
+from typing import cast
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from deploys.models import Host
+from deploys.permissions import REQUEST_DEPLOY, VIEW_HOST
+from specadmin.access import requires
+from units.masking import can_see_secrets, mask_text
+from watchdog import selectors
+from watchdog.models import Incident
+from watchdog.services import approved_push, take_in_host_text
+
+CHANGE_PROFILE = "units.change_serviceprofile"
+STATES = ("open", "closed", "all")
+
+
+@require_GET
+@requires(VIEW_HOST)
+def fleet(request: HttpRequest) -> HttpResponse:
+    return render(request, "watchdog/fleet.html", {"rows": selectors.fleet()})
+
+
+@require_GET
+@requires(VIEW_HOST)
+def fleet_table(request: HttpRequest) -> HttpResponse:
+    """The fleet table alone: the page asks for it every few seconds (live/_poll.html)."""
+    return render(request, "watchdog/_fleet_table.html", {"rows": selectors.fleet()})
+
+
+@require_GET
+@requires(VIEW_HOST)
+def incident_list(request: HttpRequest) -> HttpResponse:
+    state = request.GET.get("state", "open")
+    if state not in STATES:
+        state = "open"
+    host = None
+    wanted = request.GET.get("host", "")
+    if re.fullmatch(r"[0-9]{1,18}", wanted):  # str.isdigit() takes "²", which int() refuses
+        host = Host.objects.filter(pk=int(wanted)).first()
+    return render(
+        request,
+        "watchdog/incident_list.html",
+        {
+            "incidents": selectors.incidents(state=state, host=host)[:200],
+            "state": state,
+            "states": STATES,
+            "host": host,
+        },
+    )
+
+
+def _request_url(version_pk: int, incident: Incident) -> str:
+    """The new-request page, filled in with this version for the incident's host and unit."""
+    query = {
+        "profile_version": version_pk,
+        "host": incident.host_id,
+        "unit_name": incident.unit_name,
+    }
+    return reverse("deploys:request_new") + "?" + urlencode(query)
+
+
+@require_GET
+@requires(VIEW_HOST)
+def incident_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    incident = get_object_or_404(Incident.objects.select_related("host"), pk=pk)
+    context: dict[str, object] = {"incident": incident}
+    if incident.kind == Incident.Kind.DRIFT:
+        diff = str(incident.evidence.get("diff") or "")
+        context["diff"] = diff if can_see_secrets(request.user) else mask_text(diff)
+        push = approved_push(incident)
+        version = push.request.profile_version if push and push.request else None
+        context["version"] = version
+        if version is not None and incident.is_open:
+            query = urlencode(
+                {
+                    "profile_version": version.pk,
+                    "host": incident.host_id,
+                    "unit_name": incident.unit_name,
+                }
+            )
+            context["restore_url"] = reverse("deploys:request_new") + "?" + query
+        context["can_request"] = request.user.has_perm(REQUEST_DEPLOY)
+        context["can_take_in"] = request.user.has_perm(CHANGE_PROFILE) and bool(
+            incident.evidence.get("host_sha256")
+        )
+    return render(request, "watchdog/incident_detail.html", context)
+
+
+@require_POST
+@requires(VIEW_HOST, CHANGE_PROFILE)
+def incident_take_in(request: HttpRequest, pk: int) -> HttpResponse:
+    incident = get_object_or_404(Incident.objects.select_related("host"), pk=pk)
+    try:
+        result = take_in_host_text(incident=incident, actor=cast(AbstractBaseUser, request.user))
+    except ValidationError as exc:
+        messages.error(request, "Not taken in: " + " ".join(exc.messages))
+        return redirect("watchdog:incident_detail", pk=incident.pk)
+    version = result.version
+    said = "is now" if result.created else "was already"
+    messages.success(
+        request,
+        f"The host's text {said} version {version.number} of {version.profile.name}; "
+        "request its deploy to make it the approved one.",
+    )
+    return redirect(_request_url(version.pk, incident))
+
+
+@require_GET
+@requires(VIEW_HOST)
+def host_live(request: HttpRequest, pk: int) -> HttpResponse:
+    """The host page's live unit state and journal tail, read now; polled by the page."""
+    host = get_object_or_404(Host, pk=pk)
+    live = selectors.host_live(host)
+    shown = (lambda t: t) if can_see_secrets(request.user) else mask_text
+    for unit in live.units:
+        unit.journal = [shown(line) for line in unit.journal]
+    return render(request, "watchdog/_host_live.html", {"host": host, "live": live, "poll": True})
