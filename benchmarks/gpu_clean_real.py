@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import dataclasses
 import json
 import os
 import pwd
@@ -62,6 +63,7 @@ from hostops.gpu_clean import (  # noqa: E402  (after the path insert)
 from hostops.processes import descendants, process_table, read_processes  # noqa: E402
 from tests.doubles import gpu_state  # noqa: E402
 from tests.doubles.nvml_double import NvmlDouble  # noqa: E402
+from watchdog.checks import GPU_FOREIGN, GPU_LEFTOVER, Watched, check_gpus  # noqa: E402
 
 SEED_SLEEPS = (5, 3, 2)  # the seed deployment's fixed waits after a stop
 NOBODY = 65534
@@ -325,6 +327,7 @@ def one_gpu(run: Run) -> None:
     wait_exited([worker])  # the worker notices its parent is gone
     listed = show_probes(run, "after stopping the service through its parent")
     run.check(engine in listed.get(0, {}), "the escaped EngineCore survived the stop")
+    watchdog_sees(run, t, identity, engine, foreign.pid)
 
     report, _ = clean(run, "nvml", identity)
     signals = [(k["signal"], k["pid"]) for k in report.kills]
@@ -344,6 +347,29 @@ def one_gpu(run: Run) -> None:
     report, _ = clean(run, "smi", identity_of_pid(t, leftover.pid))
     run.check(report.clean, "after the foreign process ended: clean through nvidia-smi")
     show_probes(run, "at the end")
+
+
+def watchdog_sees(
+    run: Run, t: Transport, identity: ServiceIdentity, engine: int, foreign: int
+) -> None:
+    """The watchdog's GPU check between jobs (`watchdog.checks.check_gpus`, the function
+    its periodic check calls) on the same readings: the escaped EngineCore is a leftover
+    of the stopped service, the other process is named as holding the service's GPU."""
+    gpus = t.gpu_status()
+    infos = read_processes(t, {p.pid for g in gpus for p in g.processes})
+    service = dataclasses.replace(identity, unit="vllm-test.service")
+    verdict = check_gpus(gpus, infos, [Watched(service, running=False)])
+    for finding in verdict.findings:
+        print(f"  watchdog: {finding.kind}: {finding.summary}")
+    found = {(f.kind, f.evidence.get("pid")) for f in verdict.findings}
+    run.check(
+        (GPU_LEFTOVER, engine) in found,
+        "the watchdog's GPU check names the escaped EngineCore a leftover of the stopped service",
+    )
+    run.check(
+        (GPU_FOREIGN, foreign) in found,
+        "the watchdog's GPU check names the foreign process on the service's GPU",
+    )
 
 
 def timing(run: Run) -> None:
