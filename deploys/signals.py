@@ -42,7 +42,7 @@ def send_job_ended(request: DeployRequest, status: str, reason: str) -> None:
     """Tell the apps above deploys that a request's job ended, or will never run (it was
     withdrawn or cancelled while queued): notify queues its messages, a rollout's
     coordinator is queued once the transaction commits."""
-    send(job_ended, DeployRequest, request=request, status=status, reason=reason)
+    send(job_ended, type(request), request=request, status=status, reason=reason)
 
 
 __all__ = ["job_ended", "job_finished", "request_created", "send", "send_job_ended"]
