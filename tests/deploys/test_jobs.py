@@ -465,6 +465,7 @@ def test_every_schedule_names_a_task_wrapper_that_exists() -> None:
         "deploys.jobs.tasks.expire_stale_requests_task",
         "deploys.jobs.tasks.fail_abandoned_deploys_task",
         "fleet.tasks.check_rollouts_task",  # fleet migration 0002
+        "notify.tasks.deliver_notifications_task",
         "watchdog.tasks.dispatch_task",
     ]
     for dotted in funcs:
