@@ -2,9 +2,9 @@
 production (74 tok/s per stream) runs as a version specadmin knows; the trial measures it
 first (it has no baseline there yet), stops it, runs the seed's n-gram config as its own
 unit (`--speculative-config '{"method": "ngram", "num_speculative_tokens": 5,
-"prompt_lookup_max": 4}'`), which the double serves 15% slower (its knob
-VLLM_DOUBLE_SPEC_SPEED_FACTOR=0.85, set here), gates it against production's baseline,
-and puts production back, measured again. One lean test (CI time)."""
+"prompt_lookup_max": 4}'`), which the double serves about 13% slower by default (little
+accepted per draft token, as the seed found: docs/sweeps.md), gates it against
+production's baseline, and puts production back, measured again. One lean test (CI time)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ pytestmark = [pytest.mark.testhost, pytest.mark.django_db(transaction=True)]
 SEED_SPEED = {
     "VLLM_DOUBLE_TOKENS_PER_S": "74",
     "VLLM_DOUBLE_TTFT_MS": "60",
-    "VLLM_DOUBLE_SPEC_SPEED_FACTOR": "0.85",
 }
 NGRAM = {"spec_method": "ngram", "spec_num_tokens": 5, "spec_prompt_lookup_max": 4}
 NGRAM_FLAG = (
