@@ -343,6 +343,28 @@ class NewRequestSerializer(serializers.Serializer):
     acknowledge_warnings = serializers.BooleanField(default=False)
 
 
+class NewCandidateSerializer(serializers.Serializer):
+    profile = serializers.CharField(max_length=MAX_NAME)
+    version = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+    unit_name = serializers.CharField(
+        required=False, max_length=MAX_NAME, allow_blank=True, default=""
+    )
+
+
+class NewTrialSerializer(serializers.Serializer):
+    """A trial: candidates tried one by one in place of `production_unit` on `host`, each
+    gated against production's baseline there, production put back (docs/trials.md)."""
+
+    host = serializers.CharField(max_length=100)
+    production_unit = serializers.CharField(max_length=MAX_NAME)
+    candidates = serializers.ListField(
+        child=NewCandidateSerializer(), allow_empty=False, max_length=16
+    )
+    promote_threshold = serializers.FloatField(required=False, allow_null=True, default=None)
+    keep = serializers.BooleanField(default=False)
+    acknowledge_warnings = serializers.BooleanField(default=False)
+
+
 class TokenSerializer(serializers.ModelSerializer):
     class Meta:
         model = ApiToken

@@ -27,6 +27,7 @@ urlpatterns = [
     path("v1/hosts/<str:name>/", views.HostDetail.as_view(), name="host"),
     path("v1/requests/", views.RequestList.as_view(), name="requests"),
     path("v1/requests/<int:pk>/", views.RequestDetail.as_view(), name="request"),
+    path("v1/trials/", views.TrialList.as_view(), name="trials"),
     path("v1/jobs/<int:pk>/", views.JobDetail.as_view(), name="job"),
     path("v1/benchmarks/", views.BenchRunList.as_view(), name="benchmarks"),
     path("v1/history/", views.History.as_view(), name="history"),

@@ -25,6 +25,7 @@ from deploys.models import DeployRequest, Host
 from deploys.permissions import REQUEST_DEPLOY, VIEW_HOST, VIEW_REQUEST
 from deploys.selectors import deploy_request_list, host_list
 from deploys.services.deploy_requests import deploy_request_create
+from deploys.services.trial_requests import Candidate, trial_request_create
 from linting.engine import lint_text
 from linting.options import LintOptions
 from linting.reporters.json_report import file_json
@@ -347,6 +348,47 @@ class RequestList(ListModelMixin, ApiView):
             s.RequestSerializer(created, context=self.get_serializer_context()).data,
             status=status.HTTP_201_CREATED,
         )
+
+
+class TrialList(ApiView):
+    """POST: request a trial (candidate versions tried in place of a unit running on a
+    host, production put back; docs/trials.md). A person approves it in the web UI
+    (`web_url`); the result is read as a job (`/api/v1/jobs/<id>/`)."""
+
+    write_perms = (VIEW_REQUEST, REQUEST_DEPLOY)
+    serializer_class = s.RequestSerializer
+
+    @extend_schema(request=s.NewTrialSerializer, responses={201: s.RequestSerializer})
+    def post(self, request: Request) -> Response:
+        given = s.NewTrialSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        values = given.validated_data
+        host = get_object_or_404(Host, name=values["host"])
+        candidates = [_candidate(c) for c in values["candidates"]]
+        created = trial_request_create(
+            host=host,
+            candidates=candidates,
+            requested_by=request.user,
+            production_unit=values["production_unit"],
+            promote_threshold=values["promote_threshold"],
+            keep=values["keep"],
+            acknowledge_warnings=values["acknowledge_warnings"],
+        )
+        self.audited = {
+            "request": created.pk,
+            "candidates": [f"{c.version.profile.name} v{c.version.number}" for c in candidates],
+        }
+        return Response(
+            s.RequestSerializer(created, context=self.get_serializer_context()).data,
+            status=status.HTTP_201_CREATED,
+        )
+
+
+def _candidate(given: dict[str, Any]) -> Candidate:
+    profile = _profile(given["profile"])
+    number = given.get("version") or profile.latest_number
+    version = get_object_or_404(ProfileVersion, profile=profile, number=number)
+    return Candidate(version, unit_name=given["unit_name"])
 
 
 class RequestDetail(ApiView):

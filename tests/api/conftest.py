@@ -19,6 +19,7 @@ from tests.deploys.conftest import (  # noqa: F401  (fixtures shared with the de
     on_host,
     people,
     profile,
+    trial_side,
     version,
 )
 

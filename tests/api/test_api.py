@@ -16,12 +16,13 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from api.throttling import ReadRate
-from audit.models import AuditEvent
+from audit.models import AuditEvent, AuditKind
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.deploy_requests import deploy_request_approve
 from hostops.channel import HostUnreachable
 from perf.models import BenchRun
 from tests.deploys.helpers import Enqueued, FakeHosts, People
+from tests.deploys.trial_support import PRODUCTION, TrialSide
 from tests.perf.factories import stored_run
 from units.models import PROFILE_FIELDS, ServiceProfile
 from units.services import profile_update
@@ -412,3 +413,30 @@ def test_any_json_in_any_field_of_a_new_profile_or_version_gets_an_answer_never_
             assert answer.status_code < 500, (path, data, answer.content[:300])
 
     post()
+
+
+def test_an_operator_token_requests_a_trial_that_waits_for_a_person(
+    trial_side: TrialSide, client_for: Callable[..., APIClient]
+) -> None:
+    ngram = trial_side.candidate(f"{PRODUCTION}-ngram")
+    olga = client_for(trial_side.requester)
+    body = {
+        "host": trial_side.host.name,
+        "production_unit": PRODUCTION,
+        "candidates": [{"profile": ngram.profile.name}],
+        "acknowledge_warnings": True,
+    }
+    answer = olga.post(f"{V1}/trials/", body, format="json")
+    assert answer.status_code == 201, answer.content
+    trial = DeployRequest.objects.get(pk=answer.json()["id"])
+    assert (trial.kind, trial.status) == ("trial", "pending")
+    assert [c.profile_version for c in trial.candidates.all()] == [ngram]
+    assert AuditEvent.objects.filter(kind=AuditKind.API_CALL, payload__request=trial.pk).exists()
+    # a candidate of no profile, or none at all, is a 400 that says where
+    for wrong in ([{"profile": "no-such"}], []):
+        refused = olga.post(f"{V1}/trials/", {**body, "candidates": wrong}, format="json")
+        assert refused.status_code in (400, 404), refused.content
+    # production's own unit name as a candidate's: the service's reason, as a 400
+    same = [{"profile": ngram.profile.name, "unit_name": PRODUCTION}]
+    refused = olga.post(f"{V1}/trials/", {**body, "candidates": same}, format="json")
+    assert refused.status_code == 400 and "production's own" in refused.content.decode()
