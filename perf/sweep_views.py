@@ -127,11 +127,12 @@ def _create(request: HttpRequest, form: SweepForm, plan: SweepPlan) -> HttpRespo
             host=host, production=version, versions=versions, requested_by=_person(request)
         )
     except ValidationError as exc:
+        reason = " ".join(exc.messages).strip().rstrip(".")
         messages.warning(
             request,
             f"Created {len(versions)} candidates ({clone.name} {numbers}), but no trial on "
-            f"{host.name}: {' '.join(exc.messages)} Deploy each, or try them from the host "
-            "page; this page then compares their benchmarks with production's.",
+            f"{host.name}: {reason}. Deploy each, or try them from the host page; this page "
+            "then compares their benchmarks with production's.",
         )
         return redirect(compare_url(host, [version, *versions]))
     messages.success(

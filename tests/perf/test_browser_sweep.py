@@ -67,7 +67,7 @@ def test_an_operator_checks_a_sweep_and_creates_its_candidates(
     page.fill("#id_clone_name", "kimi-sweep1")
     page.click("text=Create candidates")
     expect(page.locator("h1")).to_contain_text("Versions compared on")
-    expect(page.locator(".messages")).to_contain_text("Created 4 candidates: kimi-sweep1 v2")
+    expect(page.locator(".messages")).to_contain_text("Created 4 candidates (kimi-sweep1 v2")
     expect(page.locator("main")).to_contain_text("Not measured on gpu-a yet")
     shot(page, "sweep-03-created-390")
     assert overflow(page) is None, overflow(page)
