@@ -56,6 +56,8 @@ MIDDLEWARE = [
     # Static files (CSS, vendored htmx) from the app itself: no separate web server needed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # A NUL character in a path, query or form is a 400 before any view reads it.
+    "specadmin.nul_characters.RefuseNulCharacters",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",

@@ -189,7 +189,9 @@ def initial_from_data(data: dict[str, Any]) -> dict[str, Any]:
         elif kind == Kind.ARGS:
             initial[name] = extra_args_text(list(value or []))
         elif kind == Kind.ENV:
-            initial[name] = "\n".join(f"{k}={v}" for k, v in (value or {}).items())
+            # In the unit's order (units.rendering sorts them), the same on every database:
+            # PostgreSQL's jsonb keeps no key order.
+            initial[name] = "\n".join(f"{k}={v}" for k, v in sorted((value or {}).items()))
         elif kind == Kind.WORDS:
             initial[name] = "\n".join(value or [])
         elif kind == Kind.SETTINGS:

@@ -419,8 +419,8 @@ def _show(value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, list):
         return "\n".join(str(v) for v in value)
-    if isinstance(value, dict):
-        return "\n".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, dict):  # sorted, as the unit and the form show them
+        return "\n".join(f"{k}={v}" for k, v in sorted(value.items()))
     return str(value)
 
 

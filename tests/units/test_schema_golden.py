@@ -34,11 +34,14 @@ UPDATE = os.environ.get("SPECADMIN_UPDATE_GOLDEN") == "1"
 _CSRF = re.compile(r'(name="csrfmiddlewaretoken" value=")[^"]*(")')
 _CSRF_HEADER = re.compile(r'("X-CSRFToken": ")[^"]*(")')
 _PK = re.compile(r"/profiles/\d+/")
+# Primary keys differ by database (PostgreSQL's sequences are not reset between tests).
+_PROFILE_ID = re.compile(r'(name="profile_id" value=")\d+(")')
 
 
 def _stable_html(html: str) -> str:
     html = _CSRF.sub(r"\1CSRF\2", html)
     html = _CSRF_HEADER.sub(r"\1CSRF\2", html)
+    html = _PROFILE_ID.sub(r"\1PK\2", html)
     return _PK.sub("/profiles/PK/", html)
 
 
