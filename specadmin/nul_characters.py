@@ -31,14 +31,14 @@ def _holds_nul(request: HttpRequest) -> bool:
 
 class RefuseNulCharacters:
     """Django middleware: a request with NUL in its path, query or form gets a 400 (JSON
-    under /api/, as the API's other errors: docs/api.md, "Errors")."""
+    under /api/v1/, as the API's other errors: docs/api.md, "Errors")."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if _holds_nul(request):
-            if request.path.startswith("/api/"):
+            if request.path.startswith("/api/v1/"):
                 return JsonResponse({"detail": MESSAGE, "errors": {}}, status=400)
             return HttpResponseBadRequest(MESSAGE, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
