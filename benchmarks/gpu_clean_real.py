@@ -563,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
                 if mode == "real":
                     nccl_group(run)
             else:
-                print("\n(one GPU: the last-GPU and NCCL scenarios need nvidia-h200-x2)")
+                print("\n(one GPU: the last-GPU and NCCL scenarios need two or more GPUs)")
         finally:
             run.stop_all()
     print(

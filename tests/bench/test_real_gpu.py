@@ -1,6 +1,6 @@
 """The benchmark against the test-only transformers server.
 
-`gpu`-marked tests need CUDA (the lead runs them on the device machine:
+`gpu`-marked tests need CUDA (run them on a GPU machine:
 `python -m pytest -m gpu tests/bench/test_real_gpu.py`). The CPU test runs the same code
 with the tiny model wherever torch and transformers are installed (not in the project's
 .venv: see docs/dependencies.md), and is skipped elsewhere.

@@ -315,7 +315,7 @@ def test_format_property_like_systemctl() -> None:
 
 @pytest.mark.gpu
 def test_real_nvml_on_a_gpu_host() -> None:
-    """Real pynvml: run by the lead on an H200; skipped where NVML cannot initialise."""
+    """Real pynvml: run on a GPU machine (an H200 here); skipped where NVML cannot initialise."""
     pynvml = pytest.importorskip("pynvml")
     try:
         pynvml.nvmlInit()

@@ -1,6 +1,6 @@
 """`benchmarks/gpu_clean_real.py`: specadmin's GPU clean-up on real CUDA processes.
 
-The `gpu` test runs it on real GPUs (the lead's device machine: PyTorch with CUDA,
+The `gpu` test runs it on real GPUs (a GPU machine: PyTorch with CUDA,
 nvidia-ml-py, nvidia-smi; no Django needed) and is skipped elsewhere. The other runs the
 same script against the GPU doubles, so its choreography is tested on every CI run.
 Neither needs Django: `python3 -m pytest -m gpu tests/gpu` runs on the GPU machine.
