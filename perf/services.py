@@ -81,6 +81,12 @@ def compare_with_baseline(run: BenchRun, threshold_pct: float) -> GateResult | N
     baseline = baseline_for(run.profile, run.host)
     if baseline is None or baseline.run_id == run.pk:
         return None
+    return gate_against(run, baseline, threshold_pct)
+
+
+def gate_against(run: BenchRun, baseline: Baseline, threshold_pct: float) -> GateResult:
+    """Gate `run` against `baseline` (of any profile: a trial's candidate against
+    production's) and store the verdict on the run."""
     verdict = gate(
         BenchResult.from_dict(baseline.run.result), BenchResult.from_dict(run.result), threshold_pct
     )

@@ -33,11 +33,12 @@ from perf.services import (
     accept_baseline,
     check_drift,
     compare_with_baseline,
+    gate_against,
     measure_until_decided,
     record_regression,
     record_run,
 )
-from servebench.gate import NOISY, REGRESSED, gate, headline, verdict_certainty
+from servebench.gate import NOISY, REGRESSED, headline, verdict_certainty
 from servebench.names import metric_name, streams
 from servebench.runner import BenchError, Progress, RunSettings
 from servebench.schema import BenchResult
@@ -282,18 +283,6 @@ def _judge(
     return StepResult.success(**figures)
 
 
-def _gated(run: BenchRun, baseline: Baseline, threshold_pct: float) -> Any:
-    """The gate of `run` against `baseline` (of any profile), stored on the run."""
-    verdict = gate(
-        BenchResult.from_dict(baseline.run.result), BenchResult.from_dict(run.result), threshold_pct
-    )
-    run.baseline_run = baseline.run
-    run.gate = verdict.to_dict()
-    run.verdict = verdict.verdict
-    run.save(update_fields=["baseline_run", "gate", "verdict"])
-    return verdict
-
-
 def change_said(metric: str, concurrency: int | None, change_pct: float) -> str:
     """ "TPOT p50 at 1 stream 12.0% better" (the gate's change_pct is positive when worse)."""
     better = "worse" if change_pct > 0 else "better"
@@ -311,7 +300,7 @@ def _judge_candidate(
     """A trial's candidate against production's baseline on the host: its verdict in
     words ("14.7% slower than production at 1 stream"); slower is `regressed` (the trial
     records it and goes on; nothing is rolled back by this step)."""
-    verdict = _gated(run, baseline, policy.threshold_pct)
+    verdict = gate_against(run, baseline, policy.threshold_pct)
     for reason in verdict.reasons:
         rec.log(reason)
     certainty = verdict_certainty(verdict)
@@ -350,7 +339,7 @@ def _confirm(
     """Production measured again at the end of a trial: its speed, whether it came back
     slower than its baseline (loud on the job page, never a failure: it is what runs), and
     whether the machine drifted while the candidates ran."""
-    verdict = _gated(run, baseline, policy.threshold_pct)
+    verdict = gate_against(run, baseline, policy.threshold_pct)
     moved = check_drift(baseline.run, run, policy.threshold_pct)
     rec.log(moved.sentence())
     slower = verdict.verdict == REGRESSED
