@@ -22,9 +22,7 @@ import argparse
 import contextlib
 import fcntl
 import json
-import os
 import secrets
-import signal
 import statistics
 import subprocess
 import sys
@@ -38,7 +36,8 @@ import redis
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.deploys.qcluster_support import (  # noqa: E402  (after the path insert)
+from benchmarks.clusters import stop_cluster  # noqa: E402  (after the path insert)
+from tests.deploys.qcluster_support import (  # noqa: E402
     PG_ADMIN_URL,
     REDIS_BASE_URL,
     base_env,
@@ -64,17 +63,6 @@ def _cluster(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
 
 
 def _report(state: dict, approved_at: float) -> float:
@@ -144,7 +132,7 @@ def main() -> int:
         return 0 if state["status"] == "succeeded" else 1
     finally:
         if cluster is not None:
-            _stop(cluster)
+            stop_cluster(cluster)
         for host in hosts:
             with contextlib.suppress(Exception):
                 host.stop()

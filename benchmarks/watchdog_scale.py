@@ -35,7 +35,6 @@ import fcntl
 import itertools
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -47,6 +46,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.clusters import stop_cluster  # noqa: E402  (after the path insert)
 
 PERIOD_S = 30
 TICK_S = 1.0
@@ -193,14 +194,7 @@ def cluster(env: dict[str, str], workdir: Path) -> Any:
         time.sleep(4)  # the cluster forks its workers
         yield proc
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        stop_cluster(proc)
         log.close()
 
 
