@@ -43,7 +43,12 @@ def test_a_frozen_double_keeps_its_requests_running_and_its_health_while_no_toke
         control.write_text(json.dumps({"freeze": True}))
         time.sleep(0.1)
         done = threading.Event()
-        threading.Thread(target=lambda: (_complete(base), done.set()), daemon=True).start()
+
+        def request() -> None:
+            _complete(base)
+            done.set()
+
+        threading.Thread(target=request, daemon=True).start()
         time.sleep(0.3)
         first = _get(f"{base}/metrics")[1]
         time.sleep(0.3)
