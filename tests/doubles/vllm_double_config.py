@@ -61,6 +61,7 @@ class DoubleConfig:
     stream_fault: str = ""
     stream_fault_after: int = 0
     stall_s: float = 30.0  # how long a stalled stream stays silent before closing
+    control_file: str = ""  # knobs changed while serving (vllm_double_control); "": none
 
     @classmethod
     def load(cls, gpu: gpu_state.GpuConfig, env: dict[str, str] | None = None) -> DoubleConfig:

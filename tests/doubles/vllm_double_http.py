@@ -20,6 +20,7 @@ from typing import Any
 # Package-relative: `doubles` in a test host (`python -m doubles.vllm_double`),
 # `tests.doubles` in the checkout.
 from .vllm_double_config import STREAM_FAULTS, DoubleConfig
+from .vllm_double_control import LiveControl
 from .vllm_double_log import log
 from .vllm_double_schedule import (
     DEFAULT_ACCEPTANCE_RATE,
@@ -131,6 +132,10 @@ class ServerState:
     metrics: SpecMetrics = field(default_factory=SpecMetrics)
     healthy: bool = True
     requests_seen: int = 0
+    control: LiveControl = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.control = LiveControl(self.cfg.control_file)
 
     def take_stream_fault(self) -> str:
         """The configured stream fault if this generation request is one it applies to."""
@@ -290,7 +295,7 @@ class Handler(BaseHTTPRequestHandler):
             ),
             num_speculative_tokens=st.num_spec_tokens,
             accepted_per_step=st.cfg.accepted_per_step,
-            acceptance_rate=st.cfg.acceptance_rate,
+            acceptance_rate=st.control.acceptance_rate(st.cfg.acceptance_rate),
         )
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         created = int(time.time())
@@ -311,6 +316,7 @@ class Handler(BaseHTTPRequestHandler):
                 emitted = 0
                 for chunk in chunks:
                     _sleep_until(started + chunk.at_s)
+                    st.control.wait_while_frozen()
                     st.metrics.add(chunk)
                     texts += [token_text(emitted + i) for i in range(chunk.tokens)]
                     emitted += chunk.tokens
@@ -364,6 +370,7 @@ class Handler(BaseHTTPRequestHandler):
         emitted = 0
         for n, chunk in enumerate(chunks):
             _sleep_until(started + chunk.at_s)
+            self.state.control.wait_while_frozen()
             if n and n == len(chunks) // 2 and self._break_stream(fault):
                 return
             text = "".join(token_text(emitted + i) for i in range(chunk.tokens))

@@ -2,18 +2,33 @@
 real SSH: a deploy, then each provocation detected by the next check and closed when it
 clears — a hand edit of the unit file (drift), an EngineCore outside the unit's cgroup
 (the double's `leftover_worker`, set by a drop-in), the service stopped with that
-EngineCore still holding GPU memory. One lean test: the host boots once."""
+EngineCore still holding GPU memory; then, under live traffic and checked on a short
+period as the dispatcher does, the engine frozen behind a healthy /health and the
+speculative acceptance falling (the double's control file, tests/doubles/
+vllm_double_control.py), each found within its window and one period, told by e-mail to
+a local SMTP server and by a webhook to a local receiver, and closed when it clears.
+The host boots once for the module."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import json
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any, TypeVar
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from deploys.jobs import benchmark as bench_hook
 from deploys.jobs import queue as deploy_queue
 from deploys.jobs import runner as deploy_runner
+from notify import queue as notify_queue
+from notify import tasks as notify_tasks
+from notify.events import Event
+from notify.models import Notification, Webhook
+from perf.models import BenchRun
 from tests.deploys.helpers import (
     approved_request,
     double_profile,
@@ -22,6 +37,8 @@ from tests.deploys.helpers import (
     make_users,
     wait_for,
 )
+from tests.doubles.smtp_sink import SmtpSink
+from tests.doubles.webhook_receiver import WebhookReceiver
 from tests.testhost.host import TestHost, boot_hosts
 from tests.testhost.pytest_plugin import unavailable_reason
 from watchdog import claims, runner
@@ -31,6 +48,12 @@ from watchdog.models import HostWatch, Incident
 pytestmark = [pytest.mark.testhost, pytest.mark.django_db(transaction=True)]
 
 UNIT_DIR = "/etc/systemd/system"
+CONTROL = "/run/vllm-double/control.json"  # the double's control file (vllm_double_control)
+TRAFFIC = "vllm-traffic"
+PERIOD_S = 2  # the hosts' period here (30 s by default): seconds where operators have minutes
+HUNG_S = 4.0
+ACCEPTANCE_S = 4.0
+T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
@@ -153,3 +176,194 @@ def test_drift_a_leftover_engine_core_and_a_stopped_unit_are_found_and_cleared(
         "unit_failed",
     ]
     gpuhost.systemctl("stop", f"{unit}.service")
+
+
+@pytest.fixture
+def told(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[SmtpSink, WebhookReceiver]]:
+    """A local SMTP server behind Django's SMTP backend and a local webhook receiver; the
+    delivery task runs as soon as notifications are committed, as a worker would run it."""
+    with SmtpSink() as sink, WebhookReceiver() as receiver:
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", sink.port
+        settings.EMAIL_USE_TLS, settings.EMAIL_HOST_USER, settings.EMAIL_HOST_PASSWORD = (
+            False,
+            "",
+            "",
+        )
+        settings.NOTIFY_TIMEOUT_S = 2
+        monkeypatch.setattr(
+            notify_queue, "async_task", lambda *a, **k: notify_tasks.deliver_notifications_task()
+        )
+        yield sink, receiver
+
+
+class Checker:
+    """The dispatcher and a worker in one loop: claim the due watches, check them; each
+    check's duration kept (a finding can come no sooner than the check that reads it)."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    def run_due(self) -> None:
+        token, due = claims.claim_due()
+        for watch_id in due:
+            started = time.monotonic()
+            assert runner.run_check(watch_id, token).startswith("checked")
+            self.seconds.append(time.monotonic() - started)
+
+    def until(self, found: Callable[[], T | None], timeout: float) -> T:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.run_due()
+            value = found()
+            if value:
+                return value
+            time.sleep(0.05)
+        raise AssertionError(f"not found within {timeout} s of checks")
+
+    @property
+    def slack_s(self) -> float:
+        """The slowest check so far, and the loop's own polling."""
+        return max(self.seconds, default=0.0) + 0.5
+
+
+def incident(host_id: int, key: str, *, is_open: bool = True) -> Incident | None:
+    rows = Incident.objects.filter(host_id=host_id, key=key, closed_at__isnull=is_open)
+    return rows.order_by("-pk").first()
+
+
+def after(moment: datetime, then: datetime | None) -> float:
+    assert then is not None
+    return (then - moment).total_seconds()
+
+
+def control(gpuhost: TestHost, **values: Any) -> datetime:
+    """Set the double's control file; the moment it was written."""
+    gpuhost.write_file(CONTROL, json.dumps(values))
+    return timezone.now()
+
+
+def metrics(gpuhost: TestHost, port: int) -> str:
+    return gpuhost.nsenter(["curl", "-s", f"http://127.0.0.1:{port}/metrics"]).stdout
+
+
+def test_a_frozen_engine_and_falling_acceptance_are_found_in_time_told_and_cleared(
+    gpuhost: TestHost,
+    captured: dict[str, list[tuple[Any, ...]]],
+    told: tuple[SmtpSink, WebhookReceiver],
+    settings: Any,
+) -> None:
+    sink, receiver = told
+    settings.WATCHDOG_HUNG_WINDOW_S = HUNG_S
+    settings.WATCHDOG_ACCEPTANCE_WINDOW_S = ACCEPTANCE_S
+    settings.WATCHDOG_MIN_DRAFT_TOKENS = 200
+    site = make_host(gpuhost)
+    requester, approver = make_users()
+    get_user_model().objects.filter(pk=approver.pk).update(email="adam@example.org")
+    data = double_profile(
+        spec_method="ngram",
+        spec_num_tokens=3,
+        spec_prompt_lookup_max=3,
+        environment={"VLLM_DOUBLE_ACCEPTANCE_RATE": "0.6", "VLLM_DOUBLE_CONTROL_FILE": CONTROL},
+    )
+    request = approved_request(site, requester, approver, data=data, benchmark=False)
+    unit, port = request.unit_name, int(data["port"])
+    Webhook.objects.create(
+        owner_id=approver.pk,
+        url=receiver.url(),
+        events=[Event.INCIDENT_OPENED, Event.INCIDENT_CLOSED],
+        host=site,
+    )
+    # The figure a benchmark of this version on this host recorded (perf).
+    BenchRun.objects.create(
+        profile=request.profile_version.profile,
+        profile_version=request.profile_version,
+        host=site,
+        engine="servebench",
+        settings={},
+        settings_key="k",
+        result={},
+        acceptance_rate=60.0,
+    )
+    gpuhost.nsenter(["rm", "-f", CONTROL])
+    assert deploy_runner.run_deploy(request.pk) == "succeeded", request.status_reason
+    [(_, watch_id, token)] = captured["watch"]
+    assert runner.run_check(watch_id, token).startswith("checked")
+    HostWatch.objects.filter(pk=watch_id).update(period_s=PERIOD_S, next_due=timezone.now())
+    gpuhost.nsenter(
+        [
+            "systemd-run", "--unit", TRAFFIC, "--collect",
+            "-E", "PYTHONPATH=/usr/local/lib/gpu-double",
+            gpuhost.python, "-m", "doubles.vllm_double_traffic",
+            "--port", str(port), "--model", "double", "--clients", "2",
+        ],
+        check=True,
+    )  # fmt: skip
+    checker = Checker()
+    try:
+        # Busy and healthy for longer than both windows: no incident.
+        settle = time.monotonic() + max(HUNG_S, ACCEPTANCE_S) + PERIOD_S
+        while time.monotonic() < settle:
+            checker.run_due()
+            time.sleep(0.05)
+        assert list(open_incidents(site.pk)) == [], open_incidents(site.pk)
+        now = HostWatch.objects.get(pk=watch_id).readings["now"]
+        assert now["units"][0]["tok_s"] > 0
+
+        # The engine stops making tokens; /health still answers 200 (vLLM #39863, #51663).
+        frozen = control(gpuhost, freeze=True)
+        hung = checker.until(lambda: incident(site.pk, f"hung_engine:{unit}"), 30)
+        assert healthy(gpuhost, unit, port)
+        assert after(frozen, hung.opened_at) <= HUNG_S + PERIOD_S + checker.slack_s
+        assert hung.kind == "hung_engine" and hung.summary.startswith(f"{unit}: 2 requests")
+        assert "no token generated for" in hung.summary
+        assert hung.evidence["running"] == 2 and hung.evidence["window_s"] == HUNG_S
+        thawed = control(gpuhost)
+        hung_closed = checker.until(lambda: incident(site.pk, hung.key, is_open=False), 30)
+        assert after(thawed, hung_closed.closed_at) <= PERIOD_S + checker.slack_s
+
+        # Drafts stop being accepted: far below the benchmark's 60 %.
+        fell = control(gpuhost, acceptance_rate=0.05)
+        collapse = checker.until(lambda: incident(site.pk, f"acceptance_collapse:{unit}"), 30)
+        assert after(fell, collapse.opened_at) <= ACCEPTANCE_S + PERIOD_S + checker.slack_s
+        assert collapse.summary.endswith("against 60.0% when benchmarked")
+        assert collapse.evidence["rate_percent"] < 30 and collapse.evidence["draft_tokens"] >= 200
+        recovered = control(gpuhost)
+        collapse_closed = checker.until(lambda: incident(site.pk, collapse.key, is_open=False), 30)
+        assert (
+            after(recovered, collapse_closed.closed_at) <= ACCEPTANCE_S + PERIOD_S + checker.slack_s
+        )
+        assert list(open_incidents(site.pk)) == []
+    finally:
+        gpuhost.systemctl("stop", f"{TRAFFIC}.service")
+        gpuhost.nsenter(["rm", "-f", CONTROL])
+        gpuhost.systemctl("stop", f"{unit}.service")
+
+    # Told: each opening and closing by e-mail and by the host's webhook, with the host,
+    # the kind and the evidence's summary (at the close: as the incident was last seen).
+    mails = [m.message for m in sink.messages if "Incident" in str(m.message["Subject"])]
+    posts = [p.body for p in receiver.posts]
+    assert len(mails) == len(posts) == 4
+    for verb, event, seen in (
+        ("opened", Event.INCIDENT_OPENED, hung),
+        ("closed", Event.INCIDENT_CLOSED, hung_closed),
+        ("opened", Event.INCIDENT_OPENED, collapse),
+        ("closed", Event.INCIDENT_CLOSED, collapse_closed),
+    ):
+        subject = f"[specadmin] Incident {verb} on {site.name}: {seen.kind}"
+        [mail] = [m for m in mails if m["Subject"] == subject]
+        assert mail["To"] == "adam@example.org"
+        text = mail.get_payload(decode=True)
+        assert isinstance(text, bytes)
+        assert f"{seen.kind} on {site.name} {verb}: {seen.summary}" in text.decode()
+        [post] = [p for p in posts if p["event"] == event and p["payload"]["incident"] == seen.pk]
+        assert post["host"] == site.name and post["payload"]["kind"] == seen.kind
+        assert post["payload"]["summary"] == seen.summary
+        assert post["payload"]["evidence"] == seen.evidence
+    assert (
+        not Notification.objects.exclude(state=Notification.State.DELIVERED)
+        .filter(event__in=[Event.INCIDENT_OPENED, Event.INCIDENT_CLOSED])
+        .exists()
+    )
