@@ -10,10 +10,12 @@ why instead). What each check looks at and why: docs/watchdog.md.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+import posixpath
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from deploys.existing_units import UNIT_DIRECTORIES
 from hostops.channel.base import GpuInfo
 from hostops.channel.push import sha256_hex
 from hostops.gpu_clean import (
@@ -39,6 +41,8 @@ ACCEPTANCE_COLLAPSE = "acceptance_collapse"
 UNREACHABLE = "unreachable"
 
 DIFF_CHARS = 8000  # evidence stays small: a unit file's diff, not a log
+DROP_IN_CHARS = 4000  # of a drop-in's text kept as evidence
+MAX_DROP_INS = 20  # read per unit; more are named by path only
 DEFAULT_LOOP_WINDOW_S = 300.0
 DEFAULT_LOOP_RESTARTS = 3
 DEFAULT_HUNG_WINDOW_S = 60.0
@@ -83,6 +87,7 @@ class UnitState:
     control_group: str = ""
     user: str = ""
     environment: str = ""
+    drop_in_paths: str = ""  # systemd's DropInPaths: space-separated, in its order
 
     @property
     def running(self) -> bool:
@@ -109,6 +114,7 @@ UNIT_PROPERTIES = (
     "ControlGroup",
     "User",
     "Environment",
+    "DropInPaths",
 )
 
 
@@ -131,6 +137,7 @@ def unit_state(unit: str, props: dict[str, str]) -> UnitState:
         control_group=props.get("ControlGroup", ""),
         user=props.get("User", ""),
         environment=props.get("Environment", ""),
+        drop_in_paths=props.get("DropInPaths", ""),
     )
 
 
@@ -222,6 +229,74 @@ def check_drift(unit: str, approved_text: str, on_host: bytes | None) -> Verdict
         },
     )
     return Verdict(f"drift:{unit}", unit, (finding,))
+
+
+@dataclass(frozen=True)
+class DropIn:
+    """One drop-in systemd applies to the unit, as read on the host (`data` None: not
+    read, `note` says why)."""
+
+    path: str
+    data: bytes | None
+    note: str = ""
+
+
+def own_drop_in_paths(unit: str, reported: str) -> list[str]:
+    """The unit's own drop-ins (`NAME.service.d/*.conf`) among systemd's DropInPaths, in
+    its order. Directory-wide ones (`service.d/`, prefix drop-ins such as
+    `vllm-.service.d/`) belong to the host, as `deploys.existing_units` treats them."""
+    own = f"{unit}.service.d"
+    return [p for p in reported.split() if posixpath.basename(posixpath.dirname(p)) == own]
+
+
+def readable_drop_in(unit: str, path: str) -> bool:
+    """A path systemd could load as this unit's drop-in: a `.conf` in `NAME.service.d/`
+    of a unit directory (systemd.unit(5)); no `..`. A host naming anything else is not
+    read (it could name any file)."""
+    if not path.startswith("/") or posixpath.normpath(path) != path:
+        return False
+    directory, name = posixpath.split(path)
+    parent, dropins = posixpath.split(directory)
+    return dropins == f"{unit}.service.d" and parent in UNIT_DIRECTORIES and name.endswith(".conf")
+
+
+def check_drop_ins(unit: str, approved: Mapping[str, str], on_host: Sequence[DropIn]) -> Verdict:
+    """Each drop-in of the unit on the host against those the approved deploy was made
+    with (path → sha256: drop-ins an admin adopted, `deploys.existing_units`). A drop-in
+    changes what runs though the unit file does not (systemd.unit(5), "drop-in"): one
+    added, or edited since, is drift."""
+    findings = []
+    for drop in on_host:
+        sha = sha256_hex(drop.data) if drop.data is not None else ""
+        expected = approved.get(drop.path)
+        if expected is not None and sha == expected:
+            continue
+        text = (drop.data or b"").decode("utf-8", errors="replace").replace("\0", "\ufffd")
+        if len(text) > DROP_IN_CHARS:
+            text = text[:DROP_IN_CHARS] + f"\n… ({len(text) - DROP_IN_CHARS:,} more characters)\n"
+        how = (
+            "edited since the deploy was approved with it"
+            if expected is not None
+            else "not deployed by specadmin"
+        )
+        evidence: dict[str, Any] = {
+            "path": drop.path,
+            "sha256": sha,
+            "size": len(drop.data) if drop.data is not None else None,
+            "text": text,
+            "note": drop.note,
+        }
+        if expected is not None:
+            evidence["approved_sha256"] = expected
+        findings.append(
+            Finding(
+                DRIFT,
+                f"drop-in {drop.path}",
+                f"{unit}.service on the host runs with the drop-in {drop.path}, {how}",
+                evidence,
+            )
+        )
+    return Verdict(f"dropins:{unit}", unit, tuple(findings))
 
 
 # -- 3. GPUs ----------------------------------------------------------------------------------
@@ -460,6 +535,7 @@ def check_reach(errors: dict[str, str]) -> Verdict:
 
 __all__ = [
     "UNIT_PROPERTIES",
+    "DropIn",
     "Finding",
     "UnitState",
     "Verdict",
@@ -467,10 +543,13 @@ __all__ = [
     "bounded_diff",
     "check_acceptance",
     "check_drift",
+    "check_drop_ins",
     "check_gpus",
     "check_hung",
     "check_reach",
     "check_unit",
+    "own_drop_in_paths",
+    "readable_drop_in",
     "service_of",
     "unit_state",
 ]

@@ -11,11 +11,21 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from deploys.existing_units import waiting_drop_ins
 from deploys.jobs.service_steps import http_get
 from hostops.channel import Transport
 from hostops.channel.base import GpuInfo
+from hostops.channel.push import MAX_UNIT_BYTES
 from hostops.processes import ProcessInfo, read_processes
-from watchdog.checks import UNIT_PROPERTIES, UnitState, unit_state
+from watchdog.checks import (
+    MAX_DROP_INS,
+    UNIT_PROPERTIES,
+    DropIn,
+    UnitState,
+    own_drop_in_paths,
+    readable_drop_in,
+    unit_state,
+)
 from watchdog.metrics import MetricsUnreadable, Sample, parse
 
 UNIT_DIR = "/etc/systemd/system"
@@ -32,6 +42,9 @@ class Target:
     base_url: str = ""  # where the server answers on the host; "" : not a vLLM server
     api_key: str = ""
     expected_acceptance: float | None = None  # percent, from the benchmark (perf)
+    # (path, sha256) of the drop-ins the approved deploy was made with (adopted by an
+    # admin: deploys.existing_units); any other drop-in of the unit is drift.
+    approved_drop_ins: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -40,6 +53,7 @@ class UnitRead:
     state: UnitState | None = None
     file: bytes | None = None
     file_read: bool = False
+    drop_ins: list[DropIn] | None = None  # None: not read (its check is not judged)
     sample: Sample | None = None
 
 
@@ -82,11 +96,7 @@ def read_host(
                 read.seconds = time.monotonic() - started
                 return read
             read.errors[f"unit:{target.unit}"] = _reason(exc)
-        try:
-            unit.file = transport.read_file(f"{unit_dir}/{target.unit}.service")
-            unit.file_read = True
-        except Exception as exc:
-            read.errors[f"file:{target.unit}"] = _reason(exc)
+        _read_files(transport, unit, unit_dir, read.errors)
         if unit.state is not None and unit.state.running and target.base_url:
             try:
                 unit.sample = _metrics(transport, target, clock)
@@ -109,6 +119,61 @@ def read_host(
     return read
 
 
+def _read_files(
+    transport: Transport, unit: UnitRead, unit_dir: str, errors: dict[str, str]
+) -> None:
+    """The unit file, then (its state read) the unit's drop-ins; each failure kept."""
+    name = unit.target.unit
+    try:
+        unit.file = transport.read_file(f"{unit_dir}/{name}.service")
+        unit.file_read = True
+    except Exception as exc:
+        errors[f"file:{name}"] = _reason(exc)
+    if unit.state is not None:
+        try:
+            unit.drop_ins = read_drop_ins(transport, name, unit.state.drop_in_paths)
+        except Exception as exc:
+            errors[f"dropins:{name}"] = _reason(exc)
+
+
+DROP_IN_PATH_CHARS = 1000
+LISTED_DROP_INS = 50  # beyond MAX_DROP_INS named by path only, up to this many
+
+
+def read_drop_ins(transport: Transport, unit: str, reported: str) -> list[DropIn]:
+    """The unit's own drop-ins: those systemd loaded (DropInPaths), then those in the unit
+    directories it has not loaded yet (added without a daemon-reload: they apply at the
+    next one), one per file name, the higher directory first (systemd.unit(5)). Bounded:
+    at most `MAX_DROP_INS` read, each at most 256 KiB; only paths systemd could load."""
+    found = own_drop_in_paths(unit, reported) + waiting_drop_ins(transport, f"{unit}.service")
+    chosen: dict[str, str] = {}
+    for path in found:
+        if len(chosen) >= LISTED_DROP_INS:
+            break
+        chosen.setdefault(path.rsplit("/", 1)[-1], path[:DROP_IN_PATH_CHARS])
+    drops = []
+    for n, path in enumerate(chosen.values()):
+        if not readable_drop_in(unit, path):
+            drops.append(
+                DropIn(path, None, "not read: not this unit's drop-in in a unit directory")
+            )
+        elif n >= MAX_DROP_INS:
+            drops.append(DropIn(path, None, f"not read: more than {MAX_DROP_INS} drop-ins"))
+        else:
+            try:
+                data = transport.read_file(path, limit=MAX_UNIT_BYTES + 1, partial=True)
+            except Exception as exc:  # not a regular file, unreadable: named, not read
+                drops.append(DropIn(path, None, f"not read: {_reason(exc)[:300]}"))
+                continue
+            if data is None:
+                continue  # gone since it was listed
+            note = (
+                "larger than 256 KiB: only its start was read" if len(data) > MAX_UNIT_BYTES else ""
+            )
+            drops.append(DropIn(path, data[:MAX_UNIT_BYTES], note))
+    return drops
+
+
 def _metrics(transport: Transport, target: Target, clock: Callable[[], float]) -> Sample:
     status, body = http_get(transport, target.base_url + "/metrics", target.api_key)
     at = clock()
@@ -119,4 +184,4 @@ def _metrics(transport: Transport, target: Target, clock: Callable[[], float]) -
     return parse(body, at)
 
 
-__all__ = ["SSH", "HostRead", "Target", "UnitRead", "read_host"]
+__all__ = ["SSH", "HostRead", "Target", "UnitRead", "read_drop_ins", "read_host"]

@@ -53,6 +53,18 @@ def _expected_acceptance(host: Host, version: ProfileVersion | None) -> float | 
     return None if baseline is None else float(baseline)
 
 
+def _approved_drop_ins(push: PushedUnit) -> tuple[tuple[str, str], ...]:
+    """The drop-ins systemd loaded for the unit when its deploy was requested (they needed
+    an admin's adoption for the deploy to be written: deploys.unit_policy)."""
+    loaded = push.request.host_loaded_unit if push.request else None
+    files = loaded.get("files") if isinstance(loaded, dict) else None
+    return tuple(
+        (str(f["path"]), str(f["sha256"]))
+        for f in files or []
+        if isinstance(f, dict) and f.get("kind") == "drop-in" and f.get("path") and f.get("sha256")
+    )
+
+
 def watched_targets(host: Host) -> list[Target]:
     latest: dict[str, PushedUnit] = {}
     pushes = (
@@ -85,6 +97,7 @@ def watched_targets(host: Host) -> list[Target]:
                 expected_acceptance=_expected_acceptance(host, version)
                 if SPECULATIVE.search(push.text)
                 else None,
+                approved_drop_ins=_approved_drop_ins(push),
             )
         )
     return targets

@@ -134,6 +134,10 @@ class FakeHostTransport(Transport):
                 "ControlGroup": f"/system.slice/{unit}" if u.active == "active" else "",
                 "User": u.user,
                 "Environment": u.environment,
+                # systemd lists the drop-ins it loaded; the fake loads every one at once.
+                "DropInPaths": " ".join(
+                    sorted(p for p in self.host.files if p.startswith(f"{UNIT_DIR}/{unit}.d/"))
+                ),
             }
         return {n: props[n] for n in names if n in props}
 
@@ -164,6 +168,14 @@ class FakeHostTransport(Transport):
                 for i, m in enumerate(messages)
             )
             return CommandResult(0, out.encode(), b"", 0.0)
+        if words[0] == "find":  # the drop-in directories: `find DIR… -maxdepth 1 -name *.conf`
+            dirs = [w for w in words[1:] if w.startswith("/")]
+            out = "".join(
+                f"{p}\n"
+                for p in sorted(self.host.files)
+                if p.rsplit("/", 1)[0] in dirs and p.endswith(".conf")
+            )
+            return CommandResult(1 if out == "" else 0, out.encode(), b"", 0.0)
         if words[:2] == ["sh", "-c"] and "/proc/$p/stat" in words[2]:
             out = "".join(
                 f"{i.pid}\t{i.ppid}\t{i.uid}\t{i.user}\t{i.start_ticks}\t{i.state}\t{i.comm}"
