@@ -77,9 +77,17 @@ def _request_url(version_pk: int, incident: Incident) -> str:
 def incident_detail(request: HttpRequest, pk: int) -> HttpResponse:
     incident = get_object_or_404(Incident.objects.select_related("host"), pk=pk)
     context: dict[str, object] = {"incident": incident}
-    if incident.kind == Incident.Kind.DRIFT:
+    shown = (lambda t: t) if can_see_secrets(request.user) else mask_text
+    if incident.kind == Incident.Kind.DRIFT and incident.evidence.get("path"):
+        # A drop-in: its path and text; fixed on the host, or adopted with a new deploy.
+        context["drop_in"] = {
+            "path": str(incident.evidence["path"]),
+            "text": shown(str(incident.evidence.get("text") or "")),
+            "note": str(incident.evidence.get("note") or ""),
+        }
+    elif incident.kind == Incident.Kind.DRIFT:
         diff = str(incident.evidence.get("diff") or "")
-        context["diff"] = diff if can_see_secrets(request.user) else mask_text(diff)
+        context["diff"] = shown(diff)
         push = approved_push(incident)
         version = push.request.profile_version if push and push.request else None
         context["version"] = version
