@@ -17,13 +17,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from deploys.models import Host
 from deploys.permissions import REQUEST_DEPLOY, VIEW_HOST
-from specadmin.access import requires
+from specadmin.access import MissingPermission, requires
 from units.masking import can_see_secrets, mask_text
 from watchdog import selectors
-from watchdog.models import Incident
-from watchdog.services import approved_push, take_in_host_text
+from watchdog.forms import WatchSettingsForm
+from watchdog.models import HostWatch, Incident
+from watchdog.services import approved_push, save_watch_settings, take_in_host_text
 
 CHANGE_PROFILE = "units.change_serviceprofile"
+CHANGE_WATCH = "watchdog.change_hostwatch"
 STATES = ("open", "closed", "all")
 
 
@@ -136,3 +138,31 @@ def host_live(request: HttpRequest, pk: int) -> HttpResponse:
     for unit in live.units:
         unit.journal = [shown(line) for line in unit.journal]
     return render(request, "watchdog/_host_live.html", {"host": host, "live": live, "poll": True})
+
+
+@requires(VIEW_HOST)
+def watch_settings(request: HttpRequest, pk: int) -> HttpResponse:
+    """A host's watch settings: shown to viewers, changed (audited) by operators and
+    admins (`watchdog.change_hostwatch`)."""
+    watch = get_object_or_404(HostWatch.objects.select_related("host"), host_id=pk)
+    can_edit = request.user.has_perm(CHANGE_WATCH)
+    if request.method == "POST":
+        if not can_edit:
+            raise MissingPermission([CHANGE_WATCH])
+        # A blank instance: validation must not overwrite `watch`, whose values are the
+        # audit's "from".
+        form = WatchSettingsForm(request.POST, instance=HostWatch(pk=watch.pk))
+        if form.is_valid():
+            changes = save_watch_settings(
+                watch=watch, values=form.values(), actor=cast(AbstractBaseUser, request.user)
+            )
+            said = ", ".join(sorted(changes)) if changes else "nothing changed"
+            messages.success(request, f"Watch settings of {watch.host.name} saved ({said}).")
+            return redirect("watchdog:watch_settings", pk=pk)
+    else:
+        form = WatchSettingsForm(instance=watch)
+    return render(
+        request,
+        "watchdog/watch_settings.html",
+        {"watch": watch, "host": watch.host, "form": form, "can_edit": can_edit},
+    )

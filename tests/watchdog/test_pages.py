@@ -255,6 +255,8 @@ def test_an_operator_changes_a_hosts_period_pause_window_and_canary_audited() ->
     assert event.payload["changes"]["canary"] == {"from": False, "to": True}
     assert event.host_name == host.name and event.actor_id is not None
     assert "paused" in client.get("/watchdog/").content.decode()
+    host_page = client.get(f"/deploys/hosts/{host.pk}/").content.decode()
+    assert "Watching is paused" in host_page and url in host_page
 
 
 def test_watch_settings_out_of_bounds_are_refused_with_clear_errors() -> None:
