@@ -29,6 +29,7 @@ from hostops.gpu_clean import (
 from hostops.gpu_clean import holders as gpu_holders
 from hostops.gpu_free import DEFAULT_THRESHOLD_MIB, gpu_is_free
 from hostops.processes import ProcessInfo
+from watchdog.canary import CanaryResult
 from watchdog.metrics import Sample
 
 UNIT_FAILED = "unit_failed"
@@ -41,6 +42,7 @@ ACCEPTANCE_COLLAPSE = "acceptance_collapse"
 UNREACHABLE = "unreachable"
 
 DIFF_CHARS = 8000  # evidence stays small: a unit file's diff, not a log
+CANARY_BODY_CHARS = 2000
 DROP_IN_CHARS = 4000  # of a drop-in's text kept as evidence
 MAX_DROP_INS = 20  # read per unit; more are named by path only
 DEFAULT_LOOP_WINDOW_S = 300.0
@@ -461,6 +463,38 @@ def check_hung(
     return Verdict(scope, unit)
 
 
+def check_canary(unit: str, result: CanaryResult) -> Verdict:
+    """/health answers 200 but the one-token request (watchdog.canary) times out or
+    errors → hung_engine. A server whose /health does not answer 200 was not asked: not
+    judged here (it is starting, or the unit check sees it)."""
+    scope = f"canary:{unit}"
+    if result.status is None:
+        return Verdict(scope, unit, judged=False)
+    if result.answered:
+        return Verdict(scope, unit)
+    if result.status == 0 and "timed out" in result.error:
+        what = f"gave no token within {result.deadline_s:g} s"
+    elif result.status:
+        what = f"failed: HTTP {result.status}" + (f" ({result.error})" if result.error else "")
+    else:
+        what = f"failed: {result.error[:200]}"
+    finding = Finding(
+        HUNG_ENGINE,
+        "canary",
+        f"{unit}: /health answers 200 but a one-token request (POST /v1/completions, "
+        f"max_tokens 1) {what}",
+        {
+            "health": result.health,
+            "status": result.status,
+            "seconds": result.seconds,
+            "deadline_s": result.deadline_s,
+            "error": result.error[:CANARY_BODY_CHARS],
+            "body": result.body[-CANARY_BODY_CHARS:],
+        },
+    )
+    return Verdict(scope, unit, (finding,))
+
+
 # -- 5. speculative acceptance ----------------------------------------------------------------
 
 
@@ -542,6 +576,7 @@ __all__ = [
     "Watched",
     "bounded_diff",
     "check_acceptance",
+    "check_canary",
     "check_drift",
     "check_drop_ins",
     "check_gpus",

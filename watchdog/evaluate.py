@@ -92,6 +92,7 @@ def evaluate(read: HostRead, history: dict[str, Any], windows: Windows = Windows
             samples = []  # a stopped server's counters start again from zero
             for scope in (f"engine:{name}", f"acceptance:{name}"):
                 verdicts.append(checks.Verdict(scope, name))
+        verdicts.extend(_canary_verdicts(read, unit))
         kept[name] = {
             "restarts": [list(r) for r in restarts],
             "samples": [s.as_json() for s in samples],
@@ -101,6 +102,17 @@ def evaluate(read: HostRead, history: dict[str, Any], windows: Windows = Windows
         if all_units_read:  # attribution needs every service's cgroup
             verdicts.append(checks.check_gpus(read.gpus, read.infos, watched))
     return Evaluation(tuple(verdicts), {"units": kept}, _now(read, kept, False))
+
+
+def _canary_verdicts(read: HostRead, unit: UnitRead) -> list[checks.Verdict]:
+    """The canary's answer judged; with the canary off, or the unit stopped, its scope
+    is judged empty (an incident it opened closes)."""
+    name = unit.target.unit
+    if unit.canary is not None:
+        return [checks.check_canary(name, unit.canary)]
+    if unit.state is not None and (not read.canary or not unit.state.running):
+        return [checks.Verdict(f"canary:{name}", name)]
+    return []
 
 
 def _file_verdicts(unit: UnitRead) -> list[checks.Verdict]:

@@ -17,6 +17,7 @@ from hostops.channel import Transport
 from hostops.channel.base import GpuInfo
 from hostops.channel.push import MAX_UNIT_BYTES
 from hostops.processes import ProcessInfo, read_processes
+from watchdog.canary import CanaryResult, ask_canary
 from watchdog.checks import (
     MAX_DROP_INS,
     UNIT_PROPERTIES,
@@ -41,6 +42,7 @@ class Target:
     version: str = ""  # "vllm-a v3", for the pages
     base_url: str = ""  # where the server answers on the host; "" : not a vLLM server
     api_key: str = ""
+    model: str = ""  # the served model name (the canary asks for it)
     expected_acceptance: float | None = None  # percent, from the benchmark (perf)
     # (path, sha256) of the drop-ins the approved deploy was made with (adopted by an
     # admin: deploys.existing_units); any other drop-in of the unit is drift.
@@ -55,6 +57,7 @@ class UnitRead:
     file_read: bool = False
     drop_ins: list[DropIn] | None = None  # None: not read (its check is not judged)
     sample: Sample | None = None
+    canary: CanaryResult | None = None
 
 
 @dataclass
@@ -65,6 +68,7 @@ class HostRead:
     infos: dict[int, ProcessInfo] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    canary: bool = False  # the one-token canary was to be asked of each running server
 
 
 def _reason(exc: BaseException) -> str:
@@ -78,12 +82,14 @@ def read_host(
     unit_dir: str = UNIT_DIR,
     gpus: bool = True,
     clock: Callable[[], float] = time.time,
+    canary_s: float | None = None,
 ) -> HostRead:
     """One reading of everything the checks need (`gpus` False: a host the probe found
-    without GPUs is not asked for them). A failure of the first command (the
-    connection) ends it: nothing else would be read either."""
+    without GPUs is not asked for them; `canary_s`: the one-token canary's deadline, None
+    when the host's watch has it off). A failure of the first command (the connection)
+    ends it: nothing else would be read either."""
     started = time.monotonic()
-    read = HostRead(at=clock())
+    read = HostRead(at=clock(), canary=canary_s is not None)
     for index, target in enumerate(targets):
         unit = UnitRead(target)
         read.units.append(unit)
@@ -98,10 +104,7 @@ def read_host(
             read.errors[f"unit:{target.unit}"] = _reason(exc)
         _read_files(transport, unit, unit_dir, read.errors)
         if unit.state is not None and unit.state.running and target.base_url:
-            try:
-                unit.sample = _metrics(transport, target, clock)
-            except Exception as exc:
-                read.errors[f"metrics:{target.unit}"] = _reason(exc)
+            _read_server(transport, unit, read.errors, clock, canary_s)
     if not gpus:  # the probe found none: nothing to hold
         read.seconds = time.monotonic() - started
         return read
@@ -117,6 +120,26 @@ def read_host(
         read.gpus = None
     read.seconds = time.monotonic() - started
     return read
+
+
+def _read_server(
+    transport: Transport,
+    unit: UnitRead,
+    errors: dict[str, str],
+    clock: Callable[[], float],
+    canary_s: float | None,
+) -> None:
+    """A running vLLM server's /metrics, then (when on) the one-token canary."""
+    name = unit.target.unit
+    try:
+        unit.sample = _metrics(transport, unit.target, clock)
+    except Exception as exc:
+        errors[f"metrics:{name}"] = _reason(exc)
+    if canary_s is not None:
+        try:
+            unit.canary = ask_canary(transport, unit.target, deadline_s=canary_s)
+        except Exception as exc:
+            errors[f"canary:{name}"] = _reason(exc)
 
 
 def _read_files(

@@ -26,6 +26,7 @@ from deploys.models import Host, PushedUnit
 from hostops.channel import Transport, TransportError
 from hostops.channel.push import sha256_hex
 from units.importing.service import ImportResult, import_unit_version
+from watchdog.canary import DEFAULT_DEADLINE_S
 from watchdog.checks import Finding, Verdict
 from watchdog.evaluate import Evaluation, Windows, evaluate
 from watchdog.models import HostWatch, Incident
@@ -43,11 +44,15 @@ STRING_CHARS = 8_000
 LIST_ITEMS = 50
 
 
-def windows() -> Windows:
-    """The checks' windows from settings (`WATCHDOG_HUNG_WINDOW_S`, …), else defaults."""
+def windows(watch: HostWatch | None = None) -> Windows:
+    """The checks' windows from settings (`WATCHDOG_HUNG_WINDOW_S`, …), else defaults;
+    a host's own hung-engine window (its watch settings) first."""
     d = Windows()
+    hung_s = float(getattr(settings, "WATCHDOG_HUNG_WINDOW_S", d.hung_s))
+    if watch is not None and watch.hung_window_s:
+        hung_s = float(watch.hung_window_s)
     return Windows(
-        hung_s=float(getattr(settings, "WATCHDOG_HUNG_WINDOW_S", d.hung_s)),
+        hung_s=hung_s,
         acceptance_s=float(getattr(settings, "WATCHDOG_ACCEPTANCE_WINDOW_S", d.acceptance_s)),
         min_draft_tokens=int(getattr(settings, "WATCHDOG_MIN_DRAFT_TOKENS", d.min_draft_tokens)),
         collapse_ratio=float(getattr(settings, "WATCHDOG_COLLAPSE_RATIO", d.collapse_ratio)),
@@ -198,6 +203,21 @@ def _announce(opened: list[Incident], closed: list[Incident]) -> None:
                     log.error("%r failed for incident #%s: %s", receiver, incident.pk, result)
 
 
+def _watch_of(host: Host) -> HostWatch | None:
+    """The host's watch settings (the runner's `select_related` has them cached)."""
+    try:
+        return host.watch
+    except HostWatch.DoesNotExist:
+        return None
+
+
+def _canary_s(watch: HostWatch | None) -> float | None:
+    """The canary's deadline where the host's watch has it on (`WATCHDOG_CANARY_TIMEOUT_S`)."""
+    if watch is None or not watch.canary:
+        return None
+    return float(getattr(settings, "WATCHDOG_CANARY_TIMEOUT_S", DEFAULT_DEADLINE_S))
+
+
 def check_host(
     *,
     host: Host,
@@ -208,8 +228,11 @@ def check_host(
     """Read the host, judge every check, open and close incidents. The caller stores the
     evaluation's history and `now` (watchdog.claims.finish)."""
     targets = watched_targets(host)
-    read = read_host(transport, targets, gpus=host.gpu_count != 0, clock=clock)
-    evaluation = evaluate(read, history, windows())
+    watch = _watch_of(host)
+    read = read_host(
+        transport, targets, gpus=host.gpu_count != 0, clock=clock, canary_s=_canary_s(watch)
+    )
+    evaluation = evaluate(read, history, windows(watch))
     opened, closed = apply_verdicts(
         host=host, verdicts=evaluation.verdicts, units=[t.unit for t in targets]
     )

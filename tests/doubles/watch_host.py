@@ -41,6 +41,9 @@ class FakeServer:
     draft_tokens: float | None = None
     accepted: float | None = None
     status: int = 200
+    health: int = 200
+    canary: str = "ok"  # the one-token request: "ok", "timeout" (no token), "error" (HTTP 500)
+    canaries: int = 0  # how many were asked
 
     def text(self) -> str:
         lines = [
@@ -156,6 +159,15 @@ class FakeHostTransport(Transport):
             server = self.host.servers.get(port)
             if server is None:
                 return CommandResult(7, b"\n000", b"curl: (7) Failed to connect", 0.0)
+            if url.endswith("/health"):
+                return CommandResult(0, f"\n{server.health}".encode(), b"", 0.0)
+            if url.endswith("/v1/completions"):
+                server.canaries += 1
+                if server.canary == "timeout":
+                    return CommandResult(28, b"\n000", b"curl: (28) Operation timed out", 0.0)
+                if server.canary == "error":
+                    return CommandResult(0, b'{"message": "EngineCore died"}\n500', b"", 0.0)
+                return CommandResult(0, b'{"choices": [{"text": "x"}]}\n200', b"", 0.0)
             body = server.text() if server.status == 200 else "error"
             return CommandResult(0, f"{body}\n{server.status}".encode(), b"", 0.0)
         if words[0] == "journalctl":

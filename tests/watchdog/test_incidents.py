@@ -17,7 +17,7 @@ from tests.doubles.watch_host import FakeHost, FakeHostTransport, proc
 from tests.units.factories import baseline
 from tests.watchdog.helpers import PORT, UNIT, healthy_fake, make_host
 from units.services import profile_create
-from watchdog.models import Incident
+from watchdog.models import HostWatch, Incident
 from watchdog.services import check_host
 from watchdog.signals import incident_closed, incident_opened
 
@@ -240,3 +240,45 @@ def test_a_metrics_endpoint_that_stops_answering_is_unreachable() -> None:
     now = checker.check()
     assert open_kinds(checker.host) == [("unreachable", "unreachable:metrics:vllm-a")]
     assert "did not answer" in now["errors"]["metrics:vllm-a"]
+
+
+def test_with_the_canary_on_a_server_that_gives_no_token_is_hung_and_recovery_closes_it() -> None:
+    fake = healthy_fake()
+    fake.servers[PORT].running = 0  # idle: /metrics alone cannot tell
+    checker = Checker(fake)
+    HostWatch.objects.create(host=checker.host, next_due=timezone.now(), canary=True)
+    checker.check()
+    assert open_kinds(checker.host) == []
+    fake.servers[PORT].canary = "timeout"
+    checker.check()
+    [incident] = Incident.objects.filter(host=checker.host, closed_at__isnull=True)
+    assert incident.key == f"hung_engine:{UNIT}:canary"
+    assert incident.evidence["health"] == 200 and incident.evidence["status"] == 0
+    fake.servers[PORT].canary = "ok"
+    checker.check()
+    incident.refresh_from_db()
+    assert incident.closed_at is not None
+
+
+def test_no_canary_request_while_it_is_off_and_turning_it_off_closes_its_incident() -> None:
+    fake = healthy_fake()
+    fake.servers[PORT].canary = "error"
+    checker = Checker(fake)
+    watch = HostWatch.objects.create(host=checker.host, next_due=timezone.now(), canary=True)
+    checker.check()
+    assert open_kinds(checker.host) == [("hung_engine", f"hung_engine:{UNIT}:canary")]
+    asked = fake.servers[PORT].canaries
+    HostWatch.objects.filter(pk=watch.pk).update(canary=False)
+    checker.host = Host.objects.get(pk=checker.host.pk)
+    checker.check()
+    assert fake.servers[PORT].canaries == asked, "no canary request while it is off"
+    assert open_kinds(checker.host) == []
+
+
+def test_a_hosts_own_hung_window_replaces_the_default() -> None:
+    fake = healthy_fake()
+    checker = Checker(fake)
+    HostWatch.objects.create(host=checker.host, next_due=timezone.now(), hung_window_s=300)
+    for _ in range(4):  # 90 s with requests running and no token: hung at 60 s, not at 300
+        checker.check()
+    assert open_kinds(checker.host) == []

@@ -202,6 +202,7 @@ def test_the_fleet_names_the_version_on_the_host_not_the_one_last_pushed(
 ) -> None:
     host, version, _ = deployed()
     v2 = profile_update(profile=version.profile, data={"max_num_seqs": 32}, updated_by=None)
+    assert v2 is not None
     checked(host, healthy_fake(v2.unit_text))  # v2's text on the host; v1 was pushed
     page = admin_client.get("/watchdog/").content.decode()
     assert f"{version.profile.name} v2 · {sha256_hex(v2.unit_text.encode())[:8]}" in page
