@@ -260,6 +260,11 @@ def take_in_host_text(*, incident: Incident, actor: AbstractBaseUser) -> ImportR
     the incident it came from. ValidationError says why not."""
     if incident.kind != Incident.Kind.DRIFT:
         raise ValidationError("Only a drift incident has a host text to take in.")
+    if incident.evidence.get("path"):
+        raise ValidationError(
+            "This drift is a drop-in, and a drop-in has no unit text to take in: remove it "
+            "on the host, or have an admin adopt it and deploy with it."
+        )
     push = approved_push(incident)
     version = push.request.profile_version if push and push.request else None
     if version is None:

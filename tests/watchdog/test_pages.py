@@ -184,6 +184,8 @@ def test_a_drop_in_drift_shows_its_path_and_text_and_offers_no_take_in(
     assert "Take the host's text in" not in page
     assert "Restore the approved text" not in page
     assert "Remove the drop-in" in page
+    refused = admin_client.post(f"/watchdog/incidents/{incident.pk}/take-in/", follow=True)
+    assert "a drop-in has no unit text to take in" in refused.content.decode()
 
 
 # -- the version running, by its text -------------------------------------------------------
@@ -292,3 +294,14 @@ def test_saving_unchanged_settings_records_nothing() -> None:
     url = f"/watchdog/hosts/{host.pk}/settings/"
     assert client.post(url, {"period_s": "30", "enabled": "on"}).status_code == 302
     assert not AuditEvent.objects.filter(kind="watchdog.settings_changed").exists()
+
+
+def test_a_shorter_period_makes_the_host_due_within_it_not_after_the_old_one() -> None:
+    host = make_host()
+    watch = HostWatch.objects.create(
+        host=host, next_due=timezone.now() + timedelta(hours=1), period_s=3600
+    )
+    client = role_client(OPERATOR, "olga")
+    client.post(f"/watchdog/hosts/{host.pk}/settings/", {"period_s": "30", "enabled": "on"})
+    watch.refresh_from_db()
+    assert watch.next_due <= timezone.now() + timedelta(seconds=31)
