@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from deploys.ids import row_id
 from deploys.models import Host
 from deploys.permissions import REQUEST_DEPLOY, VIEW_HOST
 from specadmin.access import MissingPermission, requires
@@ -144,7 +145,8 @@ def host_live(request: HttpRequest, pk: int) -> HttpResponse:
 def watch_settings(request: HttpRequest, pk: int) -> HttpResponse:
     """A host's watch settings: shown to viewers, changed (audited) by operators and
     admins (`watchdog.change_hostwatch`)."""
-    watch = get_object_or_404(HostWatch.objects.select_related("host"), host_id=pk)
+    # row_id: a path number beyond the database's integers is no row, not a 500.
+    watch = get_object_or_404(HostWatch.objects.select_related("host"), host_id=row_id(pk) or 0)
     can_edit = request.user.has_perm(CHANGE_WATCH)
     if request.method == "POST":
         if not can_edit:
