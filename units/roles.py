@@ -39,6 +39,8 @@ _HOSTS = (
 _APPROVE = ("deploys.approve_deployrequest",)
 # Stopping a job that runs (or is queued): whoever may start or approve one.
 _CANCEL = ("deploys.cancel_deployrequest",)
+# A host's watch settings (period, paused, hung-engine window, canary): watchdog's page.
+_WATCH = ("watchdog.change_hostwatch",)
 # Everyone's API tokens: see and revoke them (api/; each person makes their own).
 _TOKENS = ("api.view_apitoken", "api.change_apitoken")
 
@@ -48,9 +50,9 @@ _OUTBOX = ("notify.view_notification", "notify.change_notification", "notify.vie
 
 ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
     VIEWER: _READ,
-    OPERATOR: _READ + _EDIT + _CANCEL,
+    OPERATOR: _READ + _EDIT + _CANCEL + _WATCH,
     APPROVER: _READ + _APPROVE + _CANCEL,
-    ADMIN: _READ + _EDIT + _APPROVE + _HOSTS + _CANCEL + _TOKENS + _OUTBOX,
+    ADMIN: _READ + _EDIT + _APPROVE + _HOSTS + _CANCEL + _TOKENS + _OUTBOX + _WATCH,
 }
 
 

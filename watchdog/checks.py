@@ -10,10 +10,12 @@ why instead). What each check looks at and why: docs/watchdog.md.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+import posixpath
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from deploys.existing_units import UNIT_DIRECTORIES
 from hostops.channel.base import GpuInfo
 from hostops.channel.push import sha256_hex
 from hostops.gpu_clean import (
@@ -27,6 +29,7 @@ from hostops.gpu_clean import (
 from hostops.gpu_clean import holders as gpu_holders
 from hostops.gpu_free import DEFAULT_THRESHOLD_MIB, gpu_is_free
 from hostops.processes import ProcessInfo
+from watchdog.canary import CanaryResult
 from watchdog.metrics import Sample
 
 UNIT_FAILED = "unit_failed"
@@ -39,6 +42,9 @@ ACCEPTANCE_COLLAPSE = "acceptance_collapse"
 UNREACHABLE = "unreachable"
 
 DIFF_CHARS = 8000  # evidence stays small: a unit file's diff, not a log
+CANARY_BODY_CHARS = 2000
+DROP_IN_CHARS = 4000  # of a drop-in's text kept as evidence
+MAX_DROP_INS = 20  # read per unit; more are named by path only
 DEFAULT_LOOP_WINDOW_S = 300.0
 DEFAULT_LOOP_RESTARTS = 3
 DEFAULT_HUNG_WINDOW_S = 60.0
@@ -83,6 +89,7 @@ class UnitState:
     control_group: str = ""
     user: str = ""
     environment: str = ""
+    drop_in_paths: str = ""  # systemd's DropInPaths: space-separated, in its order
 
     @property
     def running(self) -> bool:
@@ -109,6 +116,7 @@ UNIT_PROPERTIES = (
     "ControlGroup",
     "User",
     "Environment",
+    "DropInPaths",
 )
 
 
@@ -131,6 +139,7 @@ def unit_state(unit: str, props: dict[str, str]) -> UnitState:
         control_group=props.get("ControlGroup", ""),
         user=props.get("User", ""),
         environment=props.get("Environment", ""),
+        drop_in_paths=props.get("DropInPaths", ""),
     )
 
 
@@ -222,6 +231,74 @@ def check_drift(unit: str, approved_text: str, on_host: bytes | None) -> Verdict
         },
     )
     return Verdict(f"drift:{unit}", unit, (finding,))
+
+
+@dataclass(frozen=True)
+class DropIn:
+    """One drop-in systemd applies to the unit, as read on the host (`data` None: not
+    read, `note` says why)."""
+
+    path: str
+    data: bytes | None
+    note: str = ""
+
+
+def own_drop_in_paths(unit: str, reported: str) -> list[str]:
+    """The unit's own drop-ins (`NAME.service.d/*.conf`) among systemd's DropInPaths, in
+    its order. Directory-wide ones (`service.d/`, prefix drop-ins such as
+    `vllm-.service.d/`) belong to the host, as `deploys.existing_units` treats them."""
+    own = f"{unit}.service.d"
+    return [p for p in reported.split() if posixpath.basename(posixpath.dirname(p)) == own]
+
+
+def readable_drop_in(unit: str, path: str) -> bool:
+    """A path systemd could load as this unit's drop-in: a `.conf` in `NAME.service.d/`
+    of a unit directory (systemd.unit(5)); no `..`. A host naming anything else is not
+    read (it could name any file)."""
+    if not path.startswith("/") or posixpath.normpath(path) != path:
+        return False
+    directory, name = posixpath.split(path)
+    parent, dropins = posixpath.split(directory)
+    return dropins == f"{unit}.service.d" and parent in UNIT_DIRECTORIES and name.endswith(".conf")
+
+
+def check_drop_ins(unit: str, approved: Mapping[str, str], on_host: Sequence[DropIn]) -> Verdict:
+    """Each drop-in of the unit on the host against those the approved deploy was made
+    with (path → sha256: drop-ins an admin adopted, `deploys.existing_units`). A drop-in
+    changes what runs though the unit file does not (systemd.unit(5), "drop-in"): one
+    added, or edited since, is drift."""
+    findings = []
+    for drop in on_host:
+        sha = sha256_hex(drop.data) if drop.data is not None else ""
+        expected = approved.get(drop.path)
+        if expected is not None and sha == expected:
+            continue
+        text = (drop.data or b"").decode("utf-8", errors="replace").replace("\0", "\ufffd")
+        if len(text) > DROP_IN_CHARS:
+            text = text[:DROP_IN_CHARS] + f"\n… ({len(text) - DROP_IN_CHARS:,} more characters)\n"
+        how = (
+            "edited since the deploy was approved with it"
+            if expected is not None
+            else "not deployed by specadmin"
+        )
+        evidence: dict[str, Any] = {
+            "path": drop.path,
+            "sha256": sha,
+            "size": len(drop.data) if drop.data is not None else None,
+            "text": text,
+            "note": drop.note,
+        }
+        if expected is not None:
+            evidence["approved_sha256"] = expected
+        findings.append(
+            Finding(
+                DRIFT,
+                f"drop-in {drop.path}",
+                f"{unit}.service on the host runs with the drop-in {drop.path}, {how}",
+                evidence,
+            )
+        )
+    return Verdict(f"dropins:{unit}", unit, tuple(findings))
 
 
 # -- 3. GPUs ----------------------------------------------------------------------------------
@@ -386,6 +463,38 @@ def check_hung(
     return Verdict(scope, unit)
 
 
+def check_canary(unit: str, result: CanaryResult) -> Verdict:
+    """/health answers 200 but the one-token request (watchdog.canary) times out or
+    errors → hung_engine. A server whose /health does not answer 200 was not asked: not
+    judged here (it is starting, or the unit check sees it)."""
+    scope = f"canary:{unit}"
+    if result.status is None:
+        return Verdict(scope, unit, judged=False)
+    if result.answered:
+        return Verdict(scope, unit)
+    if result.status == 0 and "timed out" in result.error:
+        what = f"gave no token within {result.deadline_s:g} s"
+    elif result.status:
+        what = f"failed: HTTP {result.status}" + (f" ({result.error})" if result.error else "")
+    else:
+        what = f"failed: {result.error[:200]}"
+    finding = Finding(
+        HUNG_ENGINE,
+        "canary",
+        f"{unit}: /health answers 200 but a one-token request (POST /v1/completions, "
+        f"max_tokens 1) {what}",
+        {
+            "health": result.health,
+            "status": result.status,
+            "seconds": result.seconds,
+            "deadline_s": result.deadline_s,
+            "error": result.error[:CANARY_BODY_CHARS],
+            "body": result.body[-CANARY_BODY_CHARS:],
+        },
+    )
+    return Verdict(scope, unit, (finding,))
+
+
 # -- 5. speculative acceptance ----------------------------------------------------------------
 
 
@@ -460,17 +569,22 @@ def check_reach(errors: dict[str, str]) -> Verdict:
 
 __all__ = [
     "UNIT_PROPERTIES",
+    "DropIn",
     "Finding",
     "UnitState",
     "Verdict",
     "Watched",
     "bounded_diff",
     "check_acceptance",
+    "check_canary",
     "check_drift",
+    "check_drop_ins",
     "check_gpus",
     "check_hung",
     "check_reach",
     "check_unit",
+    "own_drop_in_paths",
+    "readable_drop_in",
     "service_of",
     "unit_state",
 ]

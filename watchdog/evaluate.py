@@ -14,7 +14,7 @@ from hostops.channel.push import sha256_hex
 from hostops.gpu_clean import parse_environment
 from watchdog import checks
 from watchdog.metrics import Sample, tokens_per_second
-from watchdog.reader import HostRead
+from watchdog.reader import HostRead, UnitRead
 
 KEEP_ENTRIES = 80
 KEEP_MARGIN_S = 60.0
@@ -73,8 +73,7 @@ def evaluate(read: HostRead, history: dict[str, Any], windows: Windows = Windows
             )
             env = parse_environment(unit.state.environment)
             watched.append(checks.service_of(unit.state, env))
-        if unit.file_read:
-            verdicts.append(checks.check_drift(name, unit.target.approved_text, unit.file))
+        verdicts.extend(_file_verdicts(unit))
         if unit.sample is not None:
             samples.append(unit.sample)
             samples = _pruned(samples, read.at, windows.keep_s, lambda s: s.at)
@@ -93,6 +92,7 @@ def evaluate(read: HostRead, history: dict[str, Any], windows: Windows = Windows
             samples = []  # a stopped server's counters start again from zero
             for scope in (f"engine:{name}", f"acceptance:{name}"):
                 verdicts.append(checks.Verdict(scope, name))
+        verdicts.extend(_canary_verdicts(read, unit))
         kept[name] = {
             "restarts": [list(r) for r in restarts],
             "samples": [s.as_json() for s in samples],
@@ -102,6 +102,29 @@ def evaluate(read: HostRead, history: dict[str, Any], windows: Windows = Windows
         if all_units_read:  # attribution needs every service's cgroup
             verdicts.append(checks.check_gpus(read.gpus, read.infos, watched))
     return Evaluation(tuple(verdicts), {"units": kept}, _now(read, kept, False))
+
+
+def _canary_verdicts(read: HostRead, unit: UnitRead) -> list[checks.Verdict]:
+    """The canary's answer judged; with the canary off, or the unit stopped, its scope
+    is judged empty (an incident it opened closes)."""
+    name = unit.target.unit
+    if unit.canary is not None:
+        return [checks.check_canary(name, unit.canary)]
+    if unit.state is not None and (not read.canary or not unit.state.running):
+        return [checks.Verdict(f"canary:{name}", name)]
+    return []
+
+
+def _file_verdicts(unit: UnitRead) -> list[checks.Verdict]:
+    """Drift of the unit file, and of its drop-ins: each judged only when it was read."""
+    name = unit.target.unit
+    verdicts = []
+    if unit.file_read:
+        verdicts.append(checks.check_drift(name, unit.target.approved_text, unit.file))
+    if unit.drop_ins is not None:
+        approved = dict(unit.target.approved_drop_ins)
+        verdicts.append(checks.check_drop_ins(name, approved, unit.drop_ins))
+    return verdicts
 
 
 def _now(read: HostRead, kept: dict[str, Any], unreachable: bool) -> dict[str, Any]:

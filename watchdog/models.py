@@ -14,6 +14,8 @@ from django.db.models import Q
 from deploys.models import Host
 
 DEFAULT_PERIOD_S = 30
+MIN_PERIOD_S, MAX_PERIOD_S = 5, 3600
+MIN_HUNG_WINDOW_S, MAX_HUNG_WINDOW_S = 10, 3600
 
 
 class HostWatch(models.Model):
@@ -22,8 +24,18 @@ class HostWatch(models.Model):
     host = models.OneToOneField(Host, on_delete=models.CASCADE, related_name="watch")
     enabled = models.BooleanField(default=True)
     period_s = models.PositiveIntegerField(
-        default=DEFAULT_PERIOD_S, validators=[MinValueValidator(5), MaxValueValidator(3600)]
+        default=DEFAULT_PERIOD_S,
+        validators=[MinValueValidator(MIN_PERIOD_S), MaxValueValidator(MAX_PERIOD_S)],
     )
+    # Per host, changed on its watch page (watchdog.views.watch_settings, audited): the
+    # hung-engine window (None: the WATCHDOG_HUNG_WINDOW_S setting) and the one-token
+    # canary request (off by default: it adds one generation request per period).
+    hung_window_s = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(MIN_HUNG_WINDOW_S), MaxValueValidator(MAX_HUNG_WINDOW_S)],
+    )
+    canary = models.BooleanField(default=False)
     next_due = models.DateTimeField(db_index=True)
     claimed_by = models.CharField(max_length=100, blank=True, default="")
     claimed_until = models.DateTimeField(null=True, blank=True)

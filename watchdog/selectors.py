@@ -12,6 +12,7 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from deploys.models import Host
+from deploys.running import version_names, versions_by_sha
 from hostops.channel.bounds import clip_text
 from watchdog.checks import UNIT_PROPERTIES, UnitState, unit_state
 from watchdog.models import Incident
@@ -32,6 +33,8 @@ class FleetRow:
     errors: dict[str, str]
     open_incidents: int
     error: str = ""
+    paused: bool = False  # a watch row with watching turned off (its settings page)
+    has_watch: bool = False
 
     @property
     def age_s(self) -> float | None:
@@ -69,8 +72,24 @@ def fleet() -> list[FleetRow]:
                 errors=dict(now.get("errors", {})),
                 open_incidents=host.open_incidents,
                 error=watch.last_error if watch else "",
+                paused=bool(watch and not watch.enabled),
+                has_watch=watch is not None,
             )
         )
+    return _named(rows)
+
+
+def _named(rows: list[FleetRow]) -> list[FleetRow]:
+    """Each unit's text on the host named as the profile versions it is, by its sha256
+    (`deploys.running`: the host is the truth, not what was last pushed); "" when it is
+    no version. One lookup for the whole fleet."""
+    shas = {str(u.get("sha256") or "") for row in rows for u in row.units}
+    known = versions_by_sha(shas)
+    for row in rows:
+        row.units[:] = [
+            {**u, "running_as": version_names(known.get(str(u.get("sha256") or ""), ()))}
+            for u in row.units
+        ]
     return rows
 
 

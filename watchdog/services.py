@@ -9,13 +9,15 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Least
 from django.utils import timezone
 
 from audit.services import record
@@ -24,9 +26,10 @@ from deploys.models import Host, PushedUnit
 from hostops.channel import Transport, TransportError
 from hostops.channel.push import sha256_hex
 from units.importing.service import ImportResult, import_unit_version
+from watchdog.canary import DEFAULT_DEADLINE_S
 from watchdog.checks import Finding, Verdict
 from watchdog.evaluate import Evaluation, Windows, evaluate
-from watchdog.models import Incident
+from watchdog.models import HostWatch, Incident
 from watchdog.reader import UNIT_DIR, read_host
 from watchdog.signals import incident_closed, incident_opened
 from watchdog.targets import watched_targets
@@ -35,16 +38,21 @@ log = logging.getLogger(__name__)
 
 OPENED = "watchdog.incident_opened"
 CLOSED = "watchdog.incident_closed"
+SETTINGS_CHANGED = "watchdog.settings_changed"
 EVIDENCE_CHARS = 16_000
 STRING_CHARS = 8_000
 LIST_ITEMS = 50
 
 
-def windows() -> Windows:
-    """The checks' windows from settings (`WATCHDOG_HUNG_WINDOW_S`, …), else defaults."""
+def windows(watch: HostWatch | None = None) -> Windows:
+    """The checks' windows from settings (`WATCHDOG_HUNG_WINDOW_S`, …), else defaults;
+    a host's own hung-engine window (its watch settings) first."""
     d = Windows()
+    hung_s = float(getattr(settings, "WATCHDOG_HUNG_WINDOW_S", d.hung_s))
+    if watch is not None and watch.hung_window_s:
+        hung_s = float(watch.hung_window_s)
     return Windows(
-        hung_s=float(getattr(settings, "WATCHDOG_HUNG_WINDOW_S", d.hung_s)),
+        hung_s=hung_s,
         acceptance_s=float(getattr(settings, "WATCHDOG_ACCEPTANCE_WINDOW_S", d.acceptance_s)),
         min_draft_tokens=int(getattr(settings, "WATCHDOG_MIN_DRAFT_TOKENS", d.min_draft_tokens)),
         collapse_ratio=float(getattr(settings, "WATCHDOG_COLLAPSE_RATIO", d.collapse_ratio)),
@@ -195,6 +203,21 @@ def _announce(opened: list[Incident], closed: list[Incident]) -> None:
                     log.error("%r failed for incident #%s: %s", receiver, incident.pk, result)
 
 
+def _watch_of(host: Host) -> HostWatch | None:
+    """The host's watch settings (the runner's `select_related` has them cached)."""
+    try:
+        return host.watch
+    except HostWatch.DoesNotExist:
+        return None
+
+
+def _canary_s(watch: HostWatch | None) -> float | None:
+    """The canary's deadline where the host's watch has it on (`WATCHDOG_CANARY_TIMEOUT_S`)."""
+    if watch is None or not watch.canary:
+        return None
+    return float(getattr(settings, "WATCHDOG_CANARY_TIMEOUT_S", DEFAULT_DEADLINE_S))
+
+
 def check_host(
     *,
     host: Host,
@@ -205,8 +228,11 @@ def check_host(
     """Read the host, judge every check, open and close incidents. The caller stores the
     evaluation's history and `now` (watchdog.claims.finish)."""
     targets = watched_targets(host)
-    read = read_host(transport, targets, gpus=host.gpu_count != 0, clock=clock)
-    evaluation = evaluate(read, history, windows())
+    watch = _watch_of(host)
+    read = read_host(
+        transport, targets, gpus=host.gpu_count != 0, clock=clock, canary_s=_canary_s(watch)
+    )
+    evaluation = evaluate(read, history, windows(watch))
     opened, closed = apply_verdicts(
         host=host, verdicts=evaluation.verdicts, units=[t.unit for t in targets]
     )
@@ -234,6 +260,11 @@ def take_in_host_text(*, incident: Incident, actor: AbstractBaseUser) -> ImportR
     the incident it came from. ValidationError says why not."""
     if incident.kind != Incident.Kind.DRIFT:
         raise ValidationError("Only a drift incident has a host text to take in.")
+    if incident.evidence.get("path"):
+        raise ValidationError(
+            "This drift is a drop-in, and a drop-in has no unit text to take in: remove it "
+            "on the host, or have an admin adopt it and deploy with it."
+        )
     push = approved_push(incident)
     version = push.request.profile_version if push and push.request else None
     if version is None:
@@ -274,6 +305,41 @@ def take_in_host_text(*, incident: Incident, actor: AbstractBaseUser) -> ImportR
     return result
 
 
+# -- a host's watch settings ------------------------------------------------------------------
+
+
+def save_watch_settings(
+    *, watch: HostWatch, values: dict[str, Any], actor: AbstractBaseUser
+) -> dict[str, dict[str, Any]]:
+    """Change a host's watch settings (watchdog.forms.SETTINGS_FIELDS); the audit says who
+    changed what, from what to what, as other settings changes are audited. Only those
+    columns are written (a check finishing meanwhile keeps its readings), and a shorter
+    period takes effect now, not after the old one. The changes; nothing when none."""
+    changes = {
+        name: {"from": getattr(watch, name), "to": value}
+        for name, value in values.items()
+        if getattr(watch, name) != value
+    }
+    if not changes:
+        return {}
+    now = timezone.now()
+    fields: dict[str, Any] = {name: change["to"] for name, change in changes.items()}
+    if "period_s" in changes:
+        soon = now + timedelta(seconds=int(values["period_s"]))
+        fields["next_due"] = Least(F("next_due"), Value(soon))
+    with transaction.atomic():
+        HostWatch.objects.filter(pk=watch.pk).update(**fields)
+        record(
+            kind=SETTINGS_CHANGED,
+            actor=actor,
+            obj=watch,
+            payload={"host": watch.host_id, "changes": changes},
+            host_name=watch.host.name,
+        )
+    watch.refresh_from_db()
+    return changes
+
+
 def connect_host(host: Host) -> Transport:
     return transport_for(host, connect_timeout=10)
 
@@ -281,10 +347,12 @@ def connect_host(host: Host) -> Transport:
 __all__ = [
     "CLOSED",
     "OPENED",
+    "SETTINGS_CHANGED",
     "apply_verdicts",
     "approved_push",
     "bounded",
     "check_host",
+    "save_watch_settings",
     "take_in_host_text",
     "windows",
 ]

@@ -22,16 +22,17 @@ SPECULATIVE = re.compile(r"--speculative[-_]config")
 
 
 @functools.lru_cache(maxsize=512)
-def _server(text: str, unit: str, environment: tuple[tuple[str, str], ...]) -> tuple[str, str]:
-    """(base URL, API key) of the vLLM server the unit text runs; ("", "") when none.
-    Cached by text: the watchdog asks for every host on every period."""
+def _server(text: str, unit: str, environment: tuple[tuple[str, str], ...]) -> tuple[str, str, str]:
+    """(base URL, API key, served model name) of the vLLM server the unit text runs;
+    ("", "", "") when none. Cached by text: the watchdog asks for every host on every
+    period."""
     report = lint_rendered(text, f"{unit}.service", f"{unit}.service", LintOptions())
     commands = report.files[0].commands if report.files else []
     try:
         service = vllm_service(commands, dict(environment))
     except ValueError:
-        return "", ""
-    return service.base_url, service.api_key
+        return "", "", ""
+    return service.base_url, service.api_key, service.served_model_name
 
 
 def _expected_acceptance(host: Host, version: ProfileVersion | None) -> float | None:
@@ -51,6 +52,18 @@ def _expected_acceptance(host: Host, version: ProfileVersion | None) -> float | 
         .first()
     )
     return None if baseline is None else float(baseline)
+
+
+def _approved_drop_ins(push: PushedUnit) -> tuple[tuple[str, str], ...]:
+    """The drop-ins systemd loaded for the unit when its deploy was requested (they needed
+    an admin's adoption for the deploy to be written: deploys.unit_policy)."""
+    loaded = push.request.host_loaded_unit if push.request else None
+    files = loaded.get("files") if isinstance(loaded, dict) else None
+    return tuple(
+        (str(f["path"]), str(f["sha256"]))
+        for f in files or []
+        if isinstance(f, dict) and f.get("kind") == "drop-in" and f.get("path") and f.get("sha256")
+    )
 
 
 def watched_targets(host: Host) -> list[Target]:
@@ -73,7 +86,7 @@ def watched_targets(host: Host) -> list[Target]:
                 env = tuple(environment_items(version.data))
             except (KeyError, TypeError):  # a version saved before these fields existed
                 env = ()
-        base_url, api_key = _server(push.text, name, env)
+        base_url, api_key, model = _server(push.text, name, env)
         targets.append(
             Target(
                 unit=name,
@@ -81,10 +94,12 @@ def watched_targets(host: Host) -> list[Target]:
                 version=f"{version.profile.name} v{version.number}" if version else "",
                 base_url=base_url,
                 api_key=api_key,
+                model=model,
                 # Only a speculative unit has an acceptance rate to compare (two queries).
                 expected_acceptance=_expected_acceptance(host, version)
                 if SPECULATIVE.search(push.text)
                 else None,
+                approved_drop_ins=_approved_drop_ins(push),
             )
         )
     return targets

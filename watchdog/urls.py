@@ -13,4 +13,5 @@ urlpatterns = [
     path("incidents/<int:pk>/", views.incident_detail, name="incident_detail"),
     path("incidents/<int:pk>/take-in/", views.incident_take_in, name="incident_take_in"),
     path("hosts/<int:pk>/live/", views.host_live, name="host_live"),
+    path("hosts/<int:pk>/settings/", views.watch_settings, name="watch_settings"),
 ]

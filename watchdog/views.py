@@ -15,15 +15,18 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from deploys.ids import row_id
 from deploys.models import Host
 from deploys.permissions import REQUEST_DEPLOY, VIEW_HOST
-from specadmin.access import requires
+from specadmin.access import MissingPermission, requires
 from units.masking import can_see_secrets, mask_text
 from watchdog import selectors
-from watchdog.models import Incident
-from watchdog.services import approved_push, take_in_host_text
+from watchdog.forms import WatchSettingsForm
+from watchdog.models import HostWatch, Incident
+from watchdog.services import approved_push, save_watch_settings, take_in_host_text
 
 CHANGE_PROFILE = "units.change_serviceprofile"
+CHANGE_WATCH = "watchdog.change_hostwatch"
 STATES = ("open", "closed", "all")
 
 
@@ -77,9 +80,17 @@ def _request_url(version_pk: int, incident: Incident) -> str:
 def incident_detail(request: HttpRequest, pk: int) -> HttpResponse:
     incident = get_object_or_404(Incident.objects.select_related("host"), pk=pk)
     context: dict[str, object] = {"incident": incident}
-    if incident.kind == Incident.Kind.DRIFT:
+    shown = (lambda t: t) if can_see_secrets(request.user) else mask_text
+    if incident.kind == Incident.Kind.DRIFT and incident.evidence.get("path"):
+        # A drop-in: its path and text; fixed on the host, or adopted with a new deploy.
+        context["drop_in"] = {
+            "path": str(incident.evidence["path"]),
+            "text": shown(str(incident.evidence.get("text") or "")),
+            "note": str(incident.evidence.get("note") or ""),
+        }
+    elif incident.kind == Incident.Kind.DRIFT:
         diff = str(incident.evidence.get("diff") or "")
-        context["diff"] = diff if can_see_secrets(request.user) else mask_text(diff)
+        context["diff"] = shown(diff)
         push = approved_push(incident)
         version = push.request.profile_version if push and push.request else None
         context["version"] = version
@@ -128,3 +139,32 @@ def host_live(request: HttpRequest, pk: int) -> HttpResponse:
     for unit in live.units:
         unit.journal = [shown(line) for line in unit.journal]
     return render(request, "watchdog/_host_live.html", {"host": host, "live": live, "poll": True})
+
+
+@requires(VIEW_HOST)
+def watch_settings(request: HttpRequest, pk: int) -> HttpResponse:
+    """A host's watch settings: shown to viewers, changed (audited) by operators and
+    admins (`watchdog.change_hostwatch`)."""
+    # row_id: a path number beyond the database's integers is no row, not a 500.
+    watch = get_object_or_404(HostWatch.objects.select_related("host"), host_id=row_id(pk) or 0)
+    can_edit = request.user.has_perm(CHANGE_WATCH)
+    if request.method == "POST":
+        if not can_edit:
+            raise MissingPermission([CHANGE_WATCH])
+        # A blank instance: validation must not overwrite `watch`, whose values are the
+        # audit's "from".
+        form = WatchSettingsForm(request.POST, instance=HostWatch(pk=watch.pk))
+        if form.is_valid():
+            changes = save_watch_settings(
+                watch=watch, values=form.values(), actor=cast(AbstractBaseUser, request.user)
+            )
+            said = ", ".join(sorted(changes)) if changes else "nothing changed"
+            messages.success(request, f"Watch settings of {watch.host.name} saved ({said}).")
+            return redirect("watchdog:watch_settings", pk=pk)
+    else:
+        form = WatchSettingsForm(instance=watch)
+    return render(
+        request,
+        "watchdog/watch_settings.html",
+        {"watch": watch, "host": watch.host, "form": form, "can_edit": can_edit},
+    )

@@ -41,6 +41,9 @@ class FakeServer:
     draft_tokens: float | None = None
     accepted: float | None = None
     status: int = 200
+    health: int = 200
+    canary: str = "ok"  # the one-token request: "ok", "timeout" (no token), "error" (HTTP 500)
+    canaries: int = 0  # how many were asked
 
     def text(self) -> str:
         lines = [
@@ -134,6 +137,10 @@ class FakeHostTransport(Transport):
                 "ControlGroup": f"/system.slice/{unit}" if u.active == "active" else "",
                 "User": u.user,
                 "Environment": u.environment,
+                # systemd lists the drop-ins it loaded; the fake loads every one at once.
+                "DropInPaths": " ".join(
+                    sorted(p for p in self.host.files if p.startswith(f"{UNIT_DIR}/{unit}.d/"))
+                ),
             }
         return {n: props[n] for n in names if n in props}
 
@@ -152,6 +159,15 @@ class FakeHostTransport(Transport):
             server = self.host.servers.get(port)
             if server is None:
                 return CommandResult(7, b"\n000", b"curl: (7) Failed to connect", 0.0)
+            if url.endswith("/health"):
+                return CommandResult(0, f"\n{server.health}".encode(), b"", 0.0)
+            if url.endswith("/v1/completions"):
+                server.canaries += 1
+                if server.canary == "timeout":
+                    return CommandResult(28, b"\n000", b"curl: (28) Operation timed out", 0.0)
+                if server.canary == "error":
+                    return CommandResult(0, b'{"message": "EngineCore died"}\n500', b"", 0.0)
+                return CommandResult(0, b'{"choices": [{"text": "x"}]}\n200', b"", 0.0)
             body = server.text() if server.status == 200 else "error"
             return CommandResult(0, f"{body}\n{server.status}".encode(), b"", 0.0)
         if words[0] == "journalctl":
@@ -164,6 +180,14 @@ class FakeHostTransport(Transport):
                 for i, m in enumerate(messages)
             )
             return CommandResult(0, out.encode(), b"", 0.0)
+        if words[0] == "find":  # the drop-in directories: `find DIR… -maxdepth 1 -name *.conf`
+            dirs = [w for w in words[1:] if w.startswith("/")]
+            out = "".join(
+                f"{p}\n"
+                for p in sorted(self.host.files)
+                if p.rsplit("/", 1)[0] in dirs and p.endswith(".conf")
+            )
+            return CommandResult(1 if out == "" else 0, out.encode(), b"", 0.0)
         if words[:2] == ["sh", "-c"] and "/proc/$p/stat" in words[2]:
             out = "".join(
                 f"{i.pid}\t{i.ppid}\t{i.uid}\t{i.user}\t{i.start_ticks}\t{i.state}\t{i.comm}"

@@ -31,6 +31,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import NoReverseMatch, URLPattern, URLResolver, get_resolver, reverse
 from django.urls.resolvers import RegexPattern
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -45,6 +46,7 @@ from tests.perf.factories import stored_run
 from tests.units.factories import baseline
 from units.roles import ADMIN, OPERATOR, ensure_roles
 from units.services import profile_create, profile_update
+from watchdog.models import HostWatch
 
 pytestmark = pytest.mark.django_db
 
@@ -183,6 +185,7 @@ def site(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         text=request.unit_text,
         sha256=request.unit_sha256,
     )
+    HostWatch.objects.create(host=host, next_due=timezone.now())
     runs = [stored_run(profile, host, tok_s) for tok_s in (70.0, 72.0)]
     client = Client()
     client.force_login(admin)
@@ -217,6 +220,7 @@ PAGES: dict[str, Callable[[dict[str, Any]], str]] = {
     "request": lambda s: f"/deploys/requests/{s['request'].pk}/",
     "api tokens": lambda s: "/api/tokens/",
     "notifications": lambda s: "/notifications/",
+    "watch settings": lambda s: f"/watchdog/hosts/{s['host'].pk}/settings/",
 }
 # Query parameters pages read besides their GET forms' fields.
 QUERY_NAMES = ["page", "a", "b", "q", "host", "profile_version", "status", "unrelated"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hostops.channel.base import GpuInfo, GpuProcess
+from hostops.channel.push import sha256_hex
 from hostops.gpu_clean import ServiceIdentity
 from tests.doubles.watch_host import FakeServer, proc
 from watchdog import checks
@@ -89,6 +90,57 @@ def test_a_removed_file_is_drift_and_a_huge_diff_is_cut() -> None:
     [cut] = checks.check_drift(UNIT, APPROVED, huge.encode()).findings
     assert len(cut.evidence["diff"]) < checks.DIFF_CHARS + 100
     assert "more characters not kept" in cut.evidence["diff"]
+
+
+DROP_DIR = f"/etc/systemd/system/{UNIT}.service.d"
+
+
+def test_a_drop_in_specadmin_did_not_deploy_is_drift_with_its_path_and_bounded_text() -> None:
+    text = "[Service]\nEnvironment=VLLM_ATTENTION_BACKEND=FLASHINFER\n" + "# x\n" * 5000
+    drop = checks.DropIn(f"{DROP_DIR}/override.conf", text.encode())
+    [finding] = checks.check_drop_ins(UNIT, {}, [drop]).findings
+    assert finding.kind == "drift"
+    assert finding.subject == f"drop-in {DROP_DIR}/override.conf"
+    assert f"{DROP_DIR}/override.conf" in finding.summary
+    assert finding.evidence["path"] == f"{DROP_DIR}/override.conf"
+    assert finding.evidence["text"].startswith("[Service]\nEnvironment=VLLM_ATTENTION_BACKEND")
+    assert len(finding.evidence["text"]) < checks.DROP_IN_CHARS + 100
+    assert finding.evidence["size"] == len(text)
+
+
+def test_a_drop_in_that_was_approved_is_no_drift_until_it_is_edited() -> None:
+    path = f"{DROP_DIR}/10-limits.conf"
+    approved = b"[Service]\nLimitNOFILE=65536\n"
+    sha = sha256_hex(approved)
+    assert checks.check_drop_ins(UNIT, {path: sha}, [checks.DropIn(path, approved)]).findings == ()
+    edited = checks.DropIn(path, b"[Service]\nLimitNOFILE=1024\n")
+    [finding] = checks.check_drop_ins(UNIT, {path: sha}, [edited]).findings
+    assert "edited" in finding.summary
+    assert finding.evidence["approved_sha256"] == sha
+
+
+def test_no_drop_ins_is_no_drift_and_one_not_read_is_named_by_its_path() -> None:
+    assert checks.check_drop_ins(UNIT, {}, []).findings == ()
+    odd = checks.DropIn("/home/eve/vllm-a.conf", None, "not read: not in a unit directory")
+    [finding] = checks.check_drop_ins(UNIT, {}, [odd]).findings
+    assert finding.evidence["note"] == "not read: not in a unit directory"
+    assert finding.evidence["text"] == ""
+
+
+def test_systemds_drop_in_paths_are_this_units_own_in_unit_directories() -> None:
+    reported = (
+        f"{DROP_DIR}/a.conf /run/systemd/system/{UNIT}.service.d/b.conf "
+        "/usr/lib/systemd/system/service.d/10-timeout-abort.conf "
+        "/etc/systemd/system/vllm-.service.d/prefix.conf"
+    )
+    assert checks.own_drop_in_paths(UNIT, reported) == [
+        f"{DROP_DIR}/a.conf",
+        f"/run/systemd/system/{UNIT}.service.d/b.conf",
+    ]
+    assert checks.readable_drop_in(UNIT, f"{DROP_DIR}/a.conf")
+    assert not checks.readable_drop_in(UNIT, f"/tmp/{UNIT}.service.d/a.conf")
+    assert not checks.readable_drop_in(UNIT, f"{DROP_DIR}/../../../../etc/shadow.conf")
+    assert not checks.readable_drop_in(UNIT, f"{DROP_DIR}/a.txt")
 
 
 # -- GPUs -------------------------------------------------------------------------------

@@ -6,12 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.verify import verify_chain
+from deploys.models import DeployRequest, Host, PushedUnit
+from hostops.channel.push import sha256_hex
 from tests.doubles.watch_host import FakeHost, FakeHostTransport, proc
+from tests.units.factories import baseline
 from tests.watchdog.helpers import PORT, UNIT, healthy_fake, make_host
-from watchdog.models import Incident
+from units.services import profile_create
+from watchdog.models import HostWatch, Incident
 from watchdog.services import check_host
 from watchdog.signals import incident_closed, incident_opened
 
@@ -35,6 +41,24 @@ class Checker:
         )
         self.history = evaluation.history
         return evaluation.now
+
+
+def approved_request_for(host: Host) -> DeployRequest:
+    """The deploy request the host's push came from, as a job leaves it."""
+    profile = profile_create(data=baseline(name=UNIT), created_by=None)
+    push = PushedUnit.objects.get(host=host, unit_name=UNIT)
+    request = DeployRequest.objects.create(
+        profile_version=profile.versions.get(),
+        host=host,
+        unit_name=UNIT,
+        unit_text=push.text,
+        unit_sha256=push.sha256,
+        status=DeployRequest.Status.SUCCEEDED,
+        expires_at=timezone.now(),
+        requested_by=get_user_model().objects.get_or_create(username="olga")[0],
+    )
+    PushedUnit.objects.filter(pk=push.pk).update(request=request)
+    return request
 
 
 def open_kinds(host: Any) -> list[tuple[str, str]]:
@@ -102,6 +126,45 @@ def test_a_hand_edited_unit_file_is_drift_with_the_diff() -> None:
     checker.check()
     [incident] = Incident.objects.filter(host=checker.host, kind="drift")
     assert "+Nice=5" in incident.evidence["diff"]
+
+
+def test_a_drop_in_added_by_hand_is_drift_and_its_removal_closes_it() -> None:
+    fake = healthy_fake()
+    checker = Checker(fake)
+    checker.check()
+    assert open_kinds(checker.host) == []
+    path = f"/etc/systemd/system/{UNIT}.service.d/override.conf"
+    fake.files[path] = b"[Service]\nEnvironment=CUDA_VISIBLE_DEVICES=0\n"
+    checker.check()
+    [incident] = Incident.objects.filter(host=checker.host, kind="drift", closed_at__isnull=True)
+    assert incident.key == f"drift:{UNIT}:drop-in {path}"
+    assert incident.evidence["path"] == path
+    assert "CUDA_VISIBLE_DEVICES=0" in incident.evidence["text"]
+    del fake.files[path]
+    checker.check()
+    incident.refresh_from_db()
+    assert incident.closed_at is not None
+    assert incident.closed_reason.startswith("cleared")
+
+
+def test_a_drop_in_the_approved_deploy_saw_and_an_admin_adopted_is_not_drift() -> None:
+    fake = healthy_fake()
+    checker = Checker(fake)
+    path = f"/etc/systemd/system/{UNIT}.service.d/10-limits.conf"
+    data = b"[Service]\nLimitNOFILE=65536\n"
+    fake.files[path] = data
+    request = approved_request_for(checker.host)
+    request.host_loaded_unit = {
+        "unit_name": UNIT,
+        "load_state": "loaded",
+        "files": [{"path": path, "kind": "drop-in", "sha256": sha256_hex(data)}],
+    }
+    request.save()
+    checker.check()
+    assert open_kinds(checker.host) == []
+    fake.files[path] = data + b"LimitMEMLOCK=infinity\n"
+    checker.check()
+    assert open_kinds(checker.host) == [("drift", f"drift:{UNIT}:drop-in {path}")]
 
 
 def test_a_leftover_engine_core_after_the_api_process_died_names_pid_user_gpus_memory() -> None:
@@ -177,3 +240,45 @@ def test_a_metrics_endpoint_that_stops_answering_is_unreachable() -> None:
     now = checker.check()
     assert open_kinds(checker.host) == [("unreachable", "unreachable:metrics:vllm-a")]
     assert "did not answer" in now["errors"]["metrics:vllm-a"]
+
+
+def test_with_the_canary_on_a_server_that_gives_no_token_is_hung_and_recovery_closes_it() -> None:
+    fake = healthy_fake()
+    fake.servers[PORT].running = 0  # idle: /metrics alone cannot tell
+    checker = Checker(fake)
+    HostWatch.objects.create(host=checker.host, next_due=timezone.now(), canary=True)
+    checker.check()
+    assert open_kinds(checker.host) == []
+    fake.servers[PORT].canary = "timeout"
+    checker.check()
+    [incident] = Incident.objects.filter(host=checker.host, closed_at__isnull=True)
+    assert incident.key == f"hung_engine:{UNIT}:canary"
+    assert incident.evidence["health"] == 200 and incident.evidence["status"] == 0
+    fake.servers[PORT].canary = "ok"
+    checker.check()
+    incident.refresh_from_db()
+    assert incident.closed_at is not None
+
+
+def test_no_canary_request_while_it_is_off_and_turning_it_off_closes_its_incident() -> None:
+    fake = healthy_fake()
+    fake.servers[PORT].canary = "error"
+    checker = Checker(fake)
+    watch = HostWatch.objects.create(host=checker.host, next_due=timezone.now(), canary=True)
+    checker.check()
+    assert open_kinds(checker.host) == [("hung_engine", f"hung_engine:{UNIT}:canary")]
+    asked = fake.servers[PORT].canaries
+    HostWatch.objects.filter(pk=watch.pk).update(canary=False)
+    checker.host = Host.objects.get(pk=checker.host.pk)
+    checker.check()
+    assert fake.servers[PORT].canaries == asked, "no canary request while it is off"
+    assert open_kinds(checker.host) == []
+
+
+def test_a_hosts_own_hung_window_replaces_the_default() -> None:
+    fake = healthy_fake()
+    checker = Checker(fake)
+    HostWatch.objects.create(host=checker.host, next_due=timezone.now(), hung_window_s=300)
+    for _ in range(4):  # 90 s with requests running and no token: hung at 60 s, not at 300
+        checker.check()
+    assert open_kinds(checker.host) == []

@@ -1,13 +1,13 @@
 """The watchdog against a real test host (systemd + sshd, the GPU and vLLM doubles), over
 real SSH: a deploy, then each provocation detected by the next check and closed when it
 clears — a hand edit of the unit file (drift), an EngineCore outside the unit's cgroup
-(the double's `leftover_worker`, set by a drop-in), the service stopped with that
-EngineCore still holding GPU memory; then, under live traffic and checked on a short
-period as the dispatcher does, the engine frozen behind a healthy /health and the
-speculative acceptance falling (the double's control file, tests/doubles/
-vllm_double_control.py), each found within its window and one period, told by e-mail to
-a local SMTP server and by a webhook to a local receiver, and closed when it clears.
-The host boots once for the module."""
+(the double's `leftover_worker`, set by a drop-in, itself drift: systemd's DropInPaths
+over SSH), the service stopped with that EngineCore still holding GPU memory; then,
+under live traffic and checked on a short period as the dispatcher does, the engine
+frozen behind a healthy /health and the speculative acceptance falling (the double's
+control file, tests/doubles/vllm_double_control.py), each found within its window and one
+period, told by e-mail to a local SMTP server and by a webhook to a local receiver, and
+closed when it clears. The host boots once for the module."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ def test_drift_a_leftover_engine_core_and_a_stopped_unit_are_found_and_cleared(
     assert not drift.is_open and list(open_incidents(site.pk)) == []
 
     # An EngineCore outside the unit's cgroup (vLLM #55510, GPUStack #2177): a drop-in
-    # (not part of the drift check) turns on the double's escape.
+    # added by hand (drift itself) turns on the double's escape.
     dropin = f"{UNIT_DIR}/{unit}.service.d"
     gpuhost.nsenter(["mkdir", "-p", dropin], check=True)
     gpuhost.write_file(
@@ -149,6 +149,10 @@ def test_drift_a_leftover_engine_core_and_a_stopped_unit_are_found_and_cleared(
     restart_unit(gpuhost, unit, port)
     [engine] = gpu_pids(gpuhost)
     check(site.pk)
+    leak = f"drift:{unit}:drop-in {dropin}/leak.conf"
+    drop_in = open_incidents(site.pk)[leak]
+    assert drop_in.evidence["path"] == f"{dropin}/leak.conf"
+    assert "VLLM_DOUBLE_FAULTS=leftover_worker" in drop_in.evidence["text"]
     leftover = open_incidents(site.pk)[f"gpu_leftover:{unit}:pid {engine}"]
     assert leftover.summary.startswith(f"PID {engine} (VLLM::EngineCore, user root) holds")
     assert "escaped the unit" in leftover.summary and "while it is running" in leftover.summary
@@ -158,7 +162,7 @@ def test_drift_a_leftover_engine_core_and_a_stopped_unit_are_found_and_cleared(
     assert gpu_pids(gpuhost) == {engine}
     check(site.pk)
     found = open_incidents(site.pk)
-    assert set(found) == {f"unit_failed:{unit}", f"gpu_leftover:{unit}:pid {engine}"}
+    assert set(found) == {f"unit_failed:{unit}", f"gpu_leftover:{unit}:pid {engine}", leak}
     assert found[f"gpu_leftover:{unit}:pid {engine}"].evidence["gpus"] == list(range(8))
     assert found[f"unit_failed:{unit}"].summary == f"{unit}.service is not running (inactive)"
 
@@ -171,6 +175,7 @@ def test_drift_a_leftover_engine_core_and_a_stopped_unit_are_found_and_cleared(
     assert open_incidents(site.pk) == {}
     closed = Incident.objects.filter(host=site, closed_at__isnull=False)
     assert sorted(closed.values_list("kind", flat=True)) == [
+        "drift",
         "drift",
         "gpu_leftover",
         "unit_failed",

@@ -9,6 +9,7 @@ from typing import Any
 from django import template
 
 from watchdog import selectors
+from watchdog.models import HostWatch
 
 register = template.Library()
 
@@ -17,4 +18,8 @@ register = template.Library()
 def host_watch(host: Any) -> dict[str, Any]:
     """The host's open incidents now, and a placeholder that loads its live unit state and
     journal tail from the host once the page is shown (not while it renders)."""
-    return {"host": host, "open": list(selectors.incidents(state="open", host=host)[:20])}
+    return {
+        "host": host,
+        "open": list(selectors.incidents(state="open", host=host)[:20]),
+        "watch": HostWatch.objects.filter(host=host).first(),
+    }
