@@ -180,7 +180,9 @@ print(json.dumps({"status": page.status_code, "html": page.content.decode()}))
 """
 
 
-def start_trial(env: dict[str, str], host: TestHost, *candidates: tuple[str, dict]) -> dict:
+def start_trial(
+    env: dict[str, str], host: TestHost, *candidates: tuple[str, dict[str, Any]]
+) -> dict[str, Any]:
     """Production running on `host`, a trial of `candidates` approved; what was made."""
     production = double_profile(environment=SEED_SPEED, deploy_journal_check_sec=2)
     args = {
@@ -189,7 +191,8 @@ def start_trial(env: dict[str, str], host: TestHost, *candidates: tuple[str, dic
         "policy": POLICY,
         "candidates": [list(c) for c in candidates],
     }
-    return python(env, TRIAL, json.dumps(args))
+    made: dict[str, Any] = python(env, TRIAL, json.dumps(args))
+    return made
 
 
 def wait_until(check: Callable[[], Any], timeout: float, what: str) -> Any:
@@ -200,12 +203,13 @@ def wait_until(check: Callable[[], Any], timeout: float, what: str) -> Any:
     return seen
 
 
-def finished(env: dict[str, str], pk: int, timeout: float = 240) -> dict:
-    def ended() -> dict | None:
-        state = python(env, STATE, str(pk))
+def finished(env: dict[str, str], pk: int, timeout: float = 240) -> dict[str, Any]:
+    def ended() -> dict[str, Any] | None:
+        state: dict[str, Any] = python(env, STATE, str(pk))
         return state if state["status"] not in ("approved", "running") else None
 
-    return wait_until(ended, timeout, f"trial #{pk} to end")
+    state: dict[str, Any] = wait_until(ended, timeout, f"trial #{pk} to end")
+    return state
 
 
 def in_readiness(env: dict[str, str], pk: int, position: int) -> Callable[[], bool]:
@@ -227,7 +231,7 @@ def active(host: TestHost, unit: str) -> str:
     return host.systemctl("is-active", unit).stdout.strip()
 
 
-def worker_connected_to(cluster: subprocess.Popen, port: int) -> int:
+def worker_connected_to(cluster: subprocess.Popen[bytes], port: int) -> int:
     """The PID of the cluster's process holding a TCP connection to `port` (the trial's
     SSH transport to the test host): the worker running the trial; 0 when none does."""
     inodes = set()
@@ -254,7 +258,7 @@ def worker_connected_to(cluster: subprocess.Popen, port: int) -> int:
 def test_the_seeds_trial_through_workers_gates_ngram_slower_and_puts_production_back(
     qsetup: Setup,
     jobhost: TestHost,
-    start_clusters: Callable[[Setup, int], list[subprocess.Popen]],
+    start_clusters: Callable[[Setup, int], list[subprocess.Popen[bytes]]],
 ) -> None:
     env = qsetup.env = {**qsetup.env, **LOCK_WAIT}
     [cluster] = start_clusters(qsetup, 1)
@@ -289,7 +293,7 @@ def test_the_seeds_trial_through_workers_gates_ngram_slower_and_puts_production_
 def test_a_cancel_during_a_candidates_readiness_puts_production_back_without_approval(
     qsetup: Setup,
     jobhost: TestHost,
-    start_clusters: Callable[[Setup, int], list[subprocess.Popen]],
+    start_clusters: Callable[[Setup, int], list[subprocess.Popen[bytes]]],
 ) -> None:
     env = qsetup.env = {**qsetup.env, **LOCK_WAIT}
     start_clusters(qsetup, 1)
@@ -318,7 +322,7 @@ def test_a_cancel_during_a_candidates_readiness_puts_production_back_without_app
 def test_a_worker_killed_mid_trial_leaves_it_interrupted_saying_what_runs_on_the_host(
     qsetup: Setup,
     jobhost: TestHost,
-    start_clusters: Callable[[Setup, int], list[subprocess.Popen]],
+    start_clusters: Callable[[Setup, int], list[subprocess.Popen[bytes]]],
 ) -> None:
     env = {**qsetup.env, **LOCK_WAIT, "DEPLOY_LOCK_LEASE_S": str(LEASE_S)}
     setup = Setup(qsetup.name, env, qsetup.count_tasks, qsetup.count_unfinished)
