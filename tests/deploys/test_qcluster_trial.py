@@ -244,9 +244,9 @@ def worker_connected_to(cluster: subprocess.Popen[bytes], port: int) -> int:
         if not proc.name.isdigit():
             continue
         try:
-            # After the command's name: state, ppid, pgrp, session.
-            session = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[3])
-            if session == cluster.pid and any(
+            # After the command's name: state, ppid, pgrp, sid (the cluster's own, setsid).
+            sid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[3])
+            if sid == cluster.pid and any(
                 os.readlink(fd) in inodes for fd in (proc / "fd").iterdir()
             ):
                 return int(proc.name)
