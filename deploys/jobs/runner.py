@@ -49,6 +49,7 @@ from deploys.jobs.pipelines import (
     can_roll_back,
     host_touched,
 )
+from deploys.jobs.policy import PipelinePolicy
 from deploys.jobs.recorder import Recorder
 from deploys.jobs.recording import audit, run_step, skip
 from deploys.jobs.results import Pushed, Restored, Watched
@@ -64,6 +65,7 @@ from deploys.probe import probe_host
 from deploys.running import known_unit_names, on_host_payload, record_read
 from deploys.selectors import host_probe_executables
 from deploys.services.hosts import host_record_probe, host_record_probe_error
+from deploys.trials import candidates_of
 from hostops.channel import Transport, TransportError
 from hostops.channel.bounds import clip_text
 from hostops.channel.push import sha256_hex
@@ -429,20 +431,32 @@ def _budget_problem(ctx: JobContext, lock_wait: float | None) -> str:
     timeout = (getattr(settings, "Q_CLUSTER", {}) or {}).get("timeout")
     if not timeout:
         return ""
-    passes = 2 if ctx.policy.rollback else 1
-    if ctx.kind == DeployRequest.Kind.TRIAL:  # each candidate once, then production again
-        passes = ctx.request.candidates.count() + 1
-    worst = (wait_seconds() if lock_wait is None else lock_wait) + passes * (
-        ctx.policy.worst_case_s()
-    )
+    lock = wait_seconds() if lock_wait is None else lock_wait
+    if ctx.kind == DeployRequest.Kind.TRIAL:
+        # Production once (stopped, then back), each candidate once with its own waits.
+        policies = [ctx.policy] + [
+            PipelinePolicy.from_profile_data(c.profile_version.data or {})
+            for c in candidates_of(ctx.request)
+        ]
+        worst = lock + sum(p.worst_case_s() for p in policies)
+        waits = (
+            "lock wait, then for production and each candidate its own stop, GPU-clean, "
+            "start, journal check and readiness wait"
+        )
+    else:
+        passes = 2 if ctx.policy.rollback else 1
+        worst = lock + passes * ctx.policy.worst_case_s()
+        waits = (
+            "lock wait, stop, GPU-clean, start, journal check and a readiness wait of "
+            f"{ctx.policy.ready_timeout_s:,.0f} s"
+            + (", twice with the rollback" if passes == 2 else "")
+        )
     if worst <= timeout:
         return ""
     return (
-        f"this job may take up to {worst:,.0f} s (lock wait, stop, GPU-clean, start, journal "
-        f"check and a readiness wait of {ctx.policy.ready_timeout_s:,.0f} s"
-        + (", twice with the rollback" if passes == 2 else "")
-        + f"), longer than the worker's time limit Q_TIMEOUT={timeout} s: raise Q_TIMEOUT "
-        "and Q_RETRY, or lower the profile's deploy-job waits; nothing was done on the host"
+        f"this job may take up to {worst:,.0f} s ({waits}), longer than the worker's time "
+        f"limit Q_TIMEOUT={timeout} s: raise Q_TIMEOUT and Q_RETRY, or lower the profile's "
+        "deploy-job waits; nothing was done on the host"
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.test import override_settings
 
 from audit.models import AuditEvent
 from deploys.jobs import runner
@@ -14,6 +15,9 @@ from deploys.services.trial_requests import Candidate
 from deploys.services.unit_requests import deploy_job_cancel
 from tests.deploys.helpers import People
 from tests.deploys.trial_support import PRODUCTION, TrialSide
+from tests.deploys.what_runs_support import FAST
+from tests.units.factories import ngram
+from units.services import profile_create
 
 Status = DeployRequest.Status
 NGRAM = "vllm-kimi-k25-int4-ngram"
@@ -158,6 +162,25 @@ def test_a_candidate_row_changed_after_the_approval_voids_the_trial(trial_side: 
     TrialCandidate.objects.filter(request=request).update(keep=True)
     with pytest.raises(ValidationError, match="void"):
         trial_side.run(request)
+
+
+@override_settings(Q_CLUSTER={"timeout": 1200, "retry": 1300}, DEPLOY_LOCK_WAIT_S=10)
+def test_a_trial_whose_candidate_could_outlive_the_worker_timeout_is_refused_before_the_host(
+    trial_side: TrialSide,
+) -> None:
+    """Each candidate's own waits count: a 45-minute load of a candidate would get the
+    worker killed half-way, with production stopped."""
+    slow = profile_create(
+        data=ngram(name=NGRAM, **{**FAST, "deploy_ready_timeout_sec": 2700}),
+        created_by=trial_side.requester,
+    ).versions.get()
+    request = trial_side.run(trial_side.request(slow))
+    assert request.status == Status.FAILED
+    assert request.status_reason.startswith("this job may take up to 3,110 s"), (
+        request.status_reason
+    )
+    assert "Q_TIMEOUT=1200" in request.status_reason
+    assert trial_side.active() == {f"{PRODUCTION}.service"}, "production was not touched"
 
 
 class WorkerKilled(BaseException):
