@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import DateTimeField, ExpressionWrapper, F, Q
+from django.db.models import DateTimeField, Exists, ExpressionWrapper, F, OuterRef, Q
 from django.db.models.functions import Greatest, Now
 from django.utils import timezone
 
@@ -136,6 +136,27 @@ def finish(
     return bool(HostWatch.objects.filter(pk=watch_id, claimed_by=token).update(**values))
 
 
+def _lease_held_q() -> Exists:
+    """A job holds the host's lease now (for an annotation on the watch)."""
+    return Exists(
+        HostLock.objects.filter(host_id=OuterRef("host_id"), expires_at__gte=Now()).exclude(
+            owner=""
+        )
+    )
+
+
+def claimed_watch(watch_id: int, token: str) -> tuple[HostWatch, bool] | None:
+    """Our claimed watch with its host, and whether a job holds the host's lease now, in
+    one query; None when the claim is no longer ours."""
+    watch = (
+        HostWatch.objects.select_related("host")
+        .annotate(lease_held=_lease_held_q())
+        .filter(pk=watch_id, claimed_by=token)
+        .first()
+    )
+    return None if watch is None else (watch, bool(getattr(watch, "lease_held", True)))
+
+
 def lease_held(host_id: int) -> bool:
     return (
         HostLock.objects.filter(host_id=host_id, expires_at__gte=Now()).exclude(owner="").exists()
@@ -146,6 +167,7 @@ __all__ = [
     "check_timeout_s",
     "claim_due",
     "claim_host",
+    "claimed_watch",
     "ensure_watches",
     "finish",
     "lease_held",

@@ -20,7 +20,6 @@ from deploys.models import Host
 from hostops.channel import Transport
 from watchdog import claims
 from watchdog.evaluate import evaluate
-from watchdog.models import HostWatch
 from watchdog.reader import SSH, HostRead
 from watchdog.services import apply_verdicts, check_host, windows
 
@@ -44,12 +43,13 @@ def _unreachable(host: Host, history: dict[str, Any], reason: str) -> dict[str, 
 
 def run_check(watch_id: int, token: str, *, connect: Callable[[Host], Transport] = connect) -> str:
     """Check the host of a watch we claimed with `token`; what happened, in words."""
-    watch = HostWatch.objects.select_related("host").filter(pk=watch_id).first()
-    if watch is None or watch.claimed_by != token:
+    claimed = claims.claimed_watch(watch_id, token)  # one query: the watch, host, lease
+    if claimed is None:
         return "not ours: the claim ended or was taken over"
+    watch, lease_held = claimed
     host = watch.host
     history = watch.readings.get("history", {}) if isinstance(watch.readings, dict) else {}
-    if claims.lease_held(host.pk):
+    if lease_held:
         claims.finish(
             watch_id,
             token,

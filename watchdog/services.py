@@ -171,25 +171,40 @@ def apply_verdicts(
     now = timezone.now()
     opened: list[Incident] = []
     closed: list[Incident] = []
+    # Read outside a transaction: a quiet check (nothing found, nothing open) writes
+    # nothing and takes no lock (SQLite's BEGIN IMMEDIATE would take the database's). The
+    # writes below are conditional each (the open incident's unique constraint, a close
+    # or refresh only while it is open), so a stale read never opens twice nor closes twice.
+    current = {i.key: i for i in Incident.objects.filter(host=host, closed_at__isnull=True)}
+    for row in current.values():
+        row.host = host  # the same row: no join for the audit's host name
+    closing = [
+        (incident, reason)
+        for key, incident in current.items()
+        if key not in found and (reason := _close_reason(incident, judged, watched))
+    ]
+    if not found and not closing:
+        return opened, closed
     with transaction.atomic():
-        current = {
-            i.key: i
-            for i in Incident.objects.filter(host=host, closed_at__isnull=True).select_related(
-                "host"
-            )
-        }
+        seen_again = []  # still found, same summary and evidence: one UPDATE for them all
         for key, seen in found.items():
-            if key in current:
-                Incident.objects.filter(pk=current[key].pk).update(
-                    last_seen_at=now,
-                    summary=seen.finding.summary[:500],
-                    evidence=_evidence(seen.finding.evidence),
+            if key not in current:
+                if (incident := _open(host, key, seen, now)) is not None:
+                    opened.append(incident)
+                continue
+            summary, evidence = seen.finding.summary[:500], _evidence(seen.finding.evidence)
+            if summary == current[key].summary and evidence == current[key].evidence:
+                seen_again.append(current[key].pk)
+            else:
+                Incident.objects.filter(pk=current[key].pk, closed_at__isnull=True).update(
+                    last_seen_at=now, summary=summary, evidence=evidence
                 )
-            elif (incident := _open(host, key, seen, now)) is not None:
-                opened.append(incident)
-        for key, incident in current.items():
-            reason = "" if key in found else _close_reason(incident, judged, watched)
-            if reason and _close(incident, reason, now):
+        if seen_again:
+            Incident.objects.filter(pk__in=seen_again, closed_at__isnull=True).update(
+                last_seen_at=now
+            )
+        for incident, reason in closing:
+            if _close(incident, reason, now):
                 closed.append(incident)
         transaction.on_commit(lambda: _announce(opened, closed))
     return opened, closed
