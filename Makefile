@@ -42,7 +42,8 @@ REDIS_TEST_URL ?=
 # What pytest runs (empty: everything configured in pyproject.toml), and what runs again on
 # PostgreSQL + Redis. The fresh-machine check narrows both.
 TEST_PATHS ?=
-PG_TEST_PATHS ?= tests/units tests/audit tests/deploys tests/perf tests/specadmin tests/api tests/notify
+PG_TEST_PATHS ?= tests/units tests/audit tests/deploys tests/perf tests/specadmin tests/api tests/notify \
+  tests/watchdog tests/fleet
 # Runs a target of this Makefile with the servers' URLs (given on the command line, so they
 # win over an empty PG_URL= given to the outer make).
 WITH_SERVICES = PG_URL=$(PG_URL) REDIS_TEST_URL=$(REDIS_TEST_URL) ./scripts/with-test-services.sh \
