@@ -27,25 +27,9 @@ from deploys.connect import transport_for
 from deploys.models import Host
 from hostops.channel import Transport
 from hostops.channel.push import DEFAULT_UNIT_DIR, MAX_UNIT_BYTES, sha256_hex
+from hostops.unit_paths import is_unit_path, waiting_drop_ins
 from units.unicode_text import split_lines_keepends
 
-# systemd.unit(5), "Unit File Load Path", system manager (v252…v257), plus Debian's
-# /lib/systemd/system (merged /usr makes it /usr/lib/systemd/system).
-UNIT_DIRECTORIES: tuple[str, ...] = (
-    "/etc/systemd/system.control",
-    "/run/systemd/system.control",
-    "/run/systemd/transient",
-    "/run/systemd/generator.early",
-    "/etc/systemd/system",
-    "/etc/systemd/system.attached",
-    "/run/systemd/system",
-    "/run/systemd/system.attached",
-    "/run/systemd/generator",
-    "/usr/local/lib/systemd/system",
-    "/usr/lib/systemd/system",
-    "/lib/systemd/system",
-    "/run/systemd/generator.late",
-)
 PROPERTIES = ("LoadState", "FragmentPath", "DropInPaths")
 SHOWN_BYTES = MAX_UNIT_BYTES  # text kept for the request page, per file
 
@@ -119,20 +103,8 @@ class ExistingUnit:
         return cls(str(data.get("unit_name", "")), str(data.get("load_state", "")), files)
 
 
-def _in_unit_directory(path: str, unit: str) -> bool:
-    """A path systemd could load for `unit`: NAME.service directly in a unit directory,
-    or a .conf in NAME.service.d/ there. No `..`, no other names."""
-    if not path.startswith("/") or posixpath.normpath(path) != path:
-        return False
-    directory, name = posixpath.split(path)
-    if name == unit:
-        return directory in UNIT_DIRECTORIES
-    parent, dropins = posixpath.split(directory)
-    return dropins == f"{unit}.d" and parent in UNIT_DIRECTORIES and name.endswith(".conf")
-
-
 def _read(transport: Transport, path: str, unit: str, kind: str) -> UnitFile:
-    if not _in_unit_directory(path, unit):
+    if not is_unit_path(path, unit):
         return UnitFile(path, kind, note=f"not read: not a {unit} file in a unit directory")
     data = transport.read_file(path)
     if data is None:
@@ -141,20 +113,6 @@ def _read(transport: Transport, path: str, unit: str, kind: str) -> UnitFile:
     return UnitFile(
         path, kind, sha256_hex(data), len(data), text, truncated=len(data) > SHOWN_BYTES
     )
-
-
-def waiting_drop_ins(transport: Transport, unit: str) -> list[str]:
-    """`NAME.service.d/*.conf` in every unit directory. systemd lists a unit's drop-ins
-    only once it has a unit file (v252 reports a drop-in-only name as not-found with no
-    DropInPaths), but they apply the moment a push writes one. In directory priority
-    order; a name in a higher directory hides the same name below (systemd.unit(5))."""
-    argv = ["find", *(f"{d}/{unit}.d" for d in UNIT_DIRECTORIES)]
-    result = transport.run([*argv, "-maxdepth", "1", "-name", "*.conf", "!", "-type", "d"])
-    # find exits 1 for the directories that do not exist; what it printed still counts.
-    found = [line for line in result.stdout_text.splitlines() if line.startswith("/")]
-    order = {d: i for i, d in enumerate(UNIT_DIRECTORIES)}
-    found.sort(key=lambda p: (order.get(posixpath.dirname(posixpath.dirname(p)), 99), p))
-    return found
 
 
 def _drop_ins(transport: Transport, unit: str, reported: str) -> list[str]:
@@ -206,7 +164,6 @@ def read_existing_unit(*, host: Host, unit_name: str) -> ExistingUnit:
 
 
 __all__ = [
-    "UNIT_DIRECTORIES",
     "ExistingUnit",
     "UnitFile",
     "existing_unit",

@@ -2,7 +2,7 @@
 (vLLM issues #39863, #51663), and /metrics shows it only once requests are running. So,
 where a host's watch has the canary on, each check also asks each running vLLM server
 for one token — `POST /v1/completions` with `max_tokens: 1` and a deadline — on the host
-itself, with curl, as /metrics and /health are asked (`deploys.jobs.service_steps.http_get`:
+itself, with curl, as /metrics and /health are asked (`hostops.http_on_host.http_get`:
 the server may listen on loopback only; the API key travels on stdin, never in argv).
 `watchdog.checks.check_canary` judges the result."""
 
@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from deploys.jobs.service_steps import http_get
 from hostops.channel import Transport
+from hostops.http_on_host import http_get
 
 DEFAULT_DEADLINE_S = 10.0
 CURL_TIMED_OUT = 28  # curl(1), EXIT CODES: "Operation timeout"

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from deploys.existing_units import UNIT_DIRECTORIES
 from hostops.channel.base import GpuInfo
 from hostops.channel.push import sha256_hex
 from hostops.gpu_clean import (
@@ -29,6 +28,7 @@ from hostops.gpu_clean import (
 from hostops.gpu_clean import holders as gpu_holders
 from hostops.gpu_free import DEFAULT_THRESHOLD_MIB, gpu_is_free
 from hostops.processes import ProcessInfo
+from hostops.unit_paths import is_drop_in_path
 from watchdog.canary import CanaryResult
 from watchdog.metrics import Sample
 
@@ -252,14 +252,9 @@ def own_drop_in_paths(unit: str, reported: str) -> list[str]:
 
 
 def readable_drop_in(unit: str, path: str) -> bool:
-    """A path systemd could load as this unit's drop-in: a `.conf` in `NAME.service.d/`
-    of a unit directory (systemd.unit(5)); no `..`. A host naming anything else is not
-    read (it could name any file)."""
-    if not path.startswith("/") or posixpath.normpath(path) != path:
-        return False
-    directory, name = posixpath.split(path)
-    parent, dropins = posixpath.split(directory)
-    return dropins == f"{unit}.service.d" and parent in UNIT_DIRECTORIES and name.endswith(".conf")
+    """A path systemd could load as this unit's drop-in (`hostops.unit_paths`). A host
+    naming anything else is not read (it could name any file)."""
+    return is_drop_in_path(path, f"{unit}.service")
 
 
 def check_drop_ins(unit: str, approved: Mapping[str, str], on_host: Sequence[DropIn]) -> Verdict:

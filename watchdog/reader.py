@@ -1,6 +1,6 @@
 """Reading a host for the checks, through its Transport (`hostops`): per watched unit its
 state (`systemctl show`), its file, and /metrics while it runs (asked on the host, as the
-readiness step asks /health: `deploys.jobs.service_steps.http_get`); then the GPUs and
+readiness step asks /health: `hostops.http_on_host.http_get`); then the GPUs and
 who holds them. Every reading that fails is kept with its reason, never left out: a
 check with no reading is not judged, and the failure becomes an `unreachable` finding.
 """
@@ -11,12 +11,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from deploys.existing_units import waiting_drop_ins
-from deploys.jobs.service_steps import http_get
 from hostops.channel import Transport
 from hostops.channel.base import GpuInfo
 from hostops.channel.push import MAX_UNIT_BYTES
+from hostops.http_on_host import http_get
 from hostops.processes import ProcessInfo, read_processes
+from hostops.unit_paths import waiting_drop_ins
 from watchdog.canary import CanaryResult, ask_canary
 from watchdog.checks import (
     MAX_DROP_INS,

@@ -29,15 +29,14 @@ from deploys.models import DeployRequest
 from hostops.channel import Transport
 from hostops.channel.errors import CommandTimeout
 from hostops.gpu_clean import clean_gpus, service_identity
+from hostops.http_on_host import http_get
 from hostops.journal import classify, entry_lines, last_progress, unit_verdict
-from hostops.programs import program
 from hostops.service import VllmService
 from hostops.vllm_check import check_vllm_args
 
 STATE_PROPERTIES = ("ActiveState", "SubState", "Result", "ExecMainStatus", "NRestarts", "MainPID")
 JOURNAL_TICK_S = 0.5  # the early check: a fatal line shows within a second
 READY_TICK_S = 1.0
-HTTP_TIMEOUT_S = 5.0
 STOPPED = ("inactive", "failed")
 KEEP_JOURNAL_LINES = 200
 JOURNAL_BATCH = 5000  # entries read per tick at most (a service logging faster is noted)
@@ -387,27 +386,6 @@ def journal_cursor(transport: Transport) -> str:
     return ""
 
 
-# curl on the host (the server may listen on loopback only); the API key travels on stdin,
-# never in argv where `ps` would show it. Prints the body, then the status on a last line.
-_CURL = ["curl", "-sS", "--max-time", f"{HTTP_TIMEOUT_S:g}", "-w", "\n%{http_code}"]
-_PYTHON_GET = program("http_get.py")  # where the host has no curl
-
-
-def http_get(transport: Transport, url: str, api_key: str = "") -> tuple[int, str]:
-    """(HTTP status, body) of a GET made on the host; status 0 when nothing answered."""
-    header = f"Authorization: Bearer {api_key}\n" if api_key else ""
-    argv = [*_CURL, "-H", "@-", url] if api_key else [*_CURL, url]
-    result = transport.run(argv, timeout=HTTP_TIMEOUT_S + 5, input=header.encode() or None)
-    if result.exit_code == 127:  # no curl: the host's python3
-        result = transport.run(
-            ["python3", "-c", _PYTHON_GET, url, f"{HTTP_TIMEOUT_S:g}"],
-            timeout=HTTP_TIMEOUT_S + 10,
-            input=api_key.encode(),
-        )
-    body, _, code = result.stdout_text.rpartition("\n")
-    return (_int(code), body)
-
-
 def _unit_state(transport: Transport, unit: str) -> dict[str, str]:
     return transport.unit_properties(unit, STATE_PROPERTIES)
 
@@ -422,7 +400,6 @@ def _int(value: str | None) -> int:
 __all__ = [
     "benchmark",
     "gpu_clean",
-    "http_get",
     "journal_check",
     "journal_cursor",
     "readiness",

@@ -1,4 +1,4 @@
-# A GET on the host where it has no curl (deploys.jobs.service_steps.http_get): argv[1]
+# A GET on the host where it has no curl (hostops.http_on_host.http_get): argv[1]
 # the URL, argv[2] the timeout in seconds, the API key on stdin (never in argv, where `ps`
 # would show it). Prints the body, then the HTTP status on a last line (000: no answer).
 import sys

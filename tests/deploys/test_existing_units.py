@@ -12,11 +12,12 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from deploys.existing_units import _in_unit_directory, existing_unit
+from deploys.existing_units import existing_unit
 from deploys.jobs import queue, runner
 from deploys.models import DeployRequest, Host, JobStep
 from deploys.services.deploy_requests import deploy_request_create
 from deploys.services.unit_adoptions import unit_adopt
+from hostops.unit_paths import is_unit_path
 from tests.deploys.conftest import transport_for
 from tests.deploys.helpers import approved_request, make_host, make_users, unique
 from tests.testhost.host import TestHost
@@ -131,7 +132,7 @@ def test_a_drop_in_for_the_name_needs_adoption_too(
 def test_only_files_named_after_the_unit_in_systemds_directories_are_read(
     path: str, readable: bool
 ) -> None:
-    assert _in_unit_directory(path, "x.service") == readable
+    assert is_unit_path(path, "x.service") == readable
 
 
 @pytest.mark.testhost

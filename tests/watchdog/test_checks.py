@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from hostops.channel.base import GpuInfo, GpuProcess
@@ -12,6 +16,7 @@ from watchdog import checks
 from watchdog.checks import Watched
 from watchdog.metrics import MetricsUnreadable, Sample, parse
 
+ROOT = Path(__file__).resolve().parents[2]
 UNIT = "vllm-a"
 APPROVED = "[Service]\nExecStart=/usr/bin/vllm serve m\n"
 
@@ -276,3 +281,22 @@ def test_every_failed_reading_is_an_unreachable_finding_with_its_reason() -> Non
         ("unreachable", "ssh"),
     ]
     assert verdict.findings[0].summary == "gpus: nvidia-smi failed (exit 9)"
+
+
+def test_the_checks_import_without_django_so_the_gpu_benchmark_can_use_them() -> None:
+    """benchmarks/gpu_clean_real.py runs on a lent GPU machine with no database: importing
+    a Django model on the way (as a drift helper once did) stops it before it measures."""
+    code = (
+        "import sys, watchdog.checks; "
+        "print(sorted(m for m in sys.modules if m.startswith('django.db.models')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
