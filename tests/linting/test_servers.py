@@ -111,7 +111,7 @@ def test_explicit_release_beats_what_the_unit_shows_which_beats_the_project_pin(
 def test_an_assumed_release_is_named_in_the_summary() -> None:
     report = lint_text("[Service]\nExecStart=/opt/v/bin/vllm serve /m\n", "x.service")
     [note] = report.notes()
-    assert note.startswith("vLLM 0.33.0 assumed") and "x.service" in note
+    assert note.startswith("vLLM 0.34.0 assumed") and "x.service" in note
 
 
 def test_the_vllm_command_in_a_wrapper_script_is_linted_in_the_script(tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ def test_available_versions_sorted_numerically() -> None:
     keys = [tuple(int(p.removeprefix("post")) for p in v.split(".")) for v in versions]
     assert keys == sorted(keys) and versions.index("0.9.0") < versions.index("0.11.0")
     assert set(VERSIONS) <= set(versions)  # string sort would put 0.11 first
-    assert DEFAULT_VLLM_VERSION == "0.33.0"
+    assert DEFAULT_VLLM_VERSION == "0.34.0"
 
 
 def test_unknown_version_lists_available() -> None:

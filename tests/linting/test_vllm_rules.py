@@ -223,7 +223,7 @@ def test_vl303_suffix_on_0_16_not_on_0_11() -> None:
     assert "VL303" not in codes(lint(text, "0.16.0"))
     f = only(lint(text, "0.11.0"), "VL303")
     assert "vLLM 0.11.0 refuses to start" in f.message
-    assert "accepted by vLLM 0.11.1 to 0.33.0" in f.message
+    assert "accepted by vLLM 0.11.1 to 0.34.0" in f.message
 
 
 def test_vl308_mtp_alias_deprecated_warning() -> None:
