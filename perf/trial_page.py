@@ -95,7 +95,7 @@ def trial_results(deploy: DeployRequest) -> TrialResults:
         names[run.pk] = labels[c.position]
         run_loads[run.pk] = loads.get(c.position)
     if reference is not None:
-        names[reference.pk] = f"production ({deploy.unit_name})"
+        names[reference.pk] = deploy.unit_name
         run_loads[reference.pk] = loads.get(0)
     comparison = compare_on_host(
         deploy.host, reference, runs, reference_name="production", names=names, loads=run_loads

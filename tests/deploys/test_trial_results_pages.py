@@ -41,7 +41,7 @@ def test_the_results_page_shows_the_candidate_beside_production_at_every_level(
     assert page.status_code == 200
     html = _text(page.content.decode())
     assert "n-gram k=5: 14.7% slower than production at 1 stream" in html, "the header's words"
-    assert "production (vllm-kimi-k25-int4)" in html
+    assert "Reference: <strong>vllm-kimi-k25-int4</strong> (production)" in html
     assert "slower than production at 1 stream" in html
     for name in ("Output tokens/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"):
         assert name in html, name
@@ -64,14 +64,14 @@ def test_the_exports_carry_every_level_with_a_name_column(trial_side: TrialSide)
     assert next(iter(rows[0])) == "Name"
     named = {(r["Name"], r["Streams"]) for r in rows}
     assert ("n-gram k=5", "1") in named and ("n-gram k=5", "8") in named
-    assert ("production (vllm-kimi-k25-int4)", "1") in named
+    assert ("vllm-kimi-k25-int4", "1") in named
     ngram = next(r for r in rows if r["Name"] == "n-gram k=5")
     assert ngram["Result"] == "slower"
     assert ngram["Load time (s)"] == "44.0"
     assert ngram["Acceptance per draft position"].startswith("0.310 / 0.120")
     body = json.loads(olga.get(reverse("perf:trial_results_json", args=[trial.pk])).content)
     assert body["trial"] == trial.pk and body["columns"]["name"] == "Name"
-    assert {r["name"] for r in body["rows"]} == {"n-gram k=5", "production (vllm-kimi-k25-int4)"}
+    assert {r["name"] for r in body["rows"]} == {"n-gram k=5", "vllm-kimi-k25-int4"}
 
 
 def test_the_request_page_says_the_result_in_words_and_links_the_results(

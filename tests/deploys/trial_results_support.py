@@ -33,7 +33,8 @@ def _candidate_run(side: TrialSide, trial: DeployRequest, tok_s: float, seed: in
 
 
 def finished_seed_trial(side: TrialSide) -> DeployRequest:
-    """n-gram k=5 tried in place of production, 14.7% slower; production restored."""
+    """n-gram k=5 tried in place of production, 14.7% slower (its run as the job header
+    says it); production restored."""
     trial = side.run(side.request(side.candidate(NGRAM)))
     production = record_run(
         result=synthetic_result(PRODUCTION_TOK_S, seed=0),
@@ -42,7 +43,7 @@ def finished_seed_trial(side: TrialSide) -> DeployRequest:
         profile_version=side.production,
     )
     accept_baseline(run=production, actor=None, reason="production before the trial")
-    run = _candidate_run(side, trial, PRODUCTION_TOK_S * 0.853, seed=1)
+    run = _candidate_run(side, trial, PRODUCTION_TOK_S * 0.8435, seed=1)
     candidate = trial.candidates.get()
     candidate.figures = {**candidate.figures, "bench_run": run.pk, "baseline_run": production.pk}
     candidate.save(update_fields=["figures"])
