@@ -146,3 +146,13 @@ def test_each_readiness_of_a_trial_shows_its_own_units_budget_and_last_load(
     assert any("budget 2,700 s" in n and "this unit" in n and "44 s" in n for n in notes), notes
     assert any("budget 60 s" in n and "this unit" in n and "41 s" in n for n in notes), notes
     assert DeployRequest.objects.filter(kind=DeployRequest.Kind.TRIAL).count() == 2
+
+
+def test_the_trial_form_links_productions_benchmark_settings(trial_side: TrialSide) -> None:
+    html = (
+        client_for(trial_side.requester)
+        .get(reverse("deploys:trial_new"), {"host": trial_side.host.pk})
+        .content.decode()
+    )
+    settings = reverse("perf:policy", args=[trial_side.production.profile_id])
+    assert f'href="{settings}">benchmark settings of {trial_side.production.profile.name}' in html
