@@ -84,8 +84,34 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
+def _trial_lines(plan: dict[str, Any]) -> list[tuple[str, str]]:
+    """A trial's plan (`deploys.trials.trial_plan`) as lines a person reads: production,
+    each candidate in order with what becomes of its file, the promote threshold, the end.
+    The sha256 is shortened here; the trial's section on the page shows each in full."""
+    production = plan.get("production") or {}
+    rows = [("Trial: production", f"{production.get('unit', '?')} (sha256 {_short(production)})")]
+    for c in plan.get("candidates") or []:
+        kept = "kept (stopped) at the end" if c.get("keep") else "removed at the end"
+        rows.append(
+            (
+                f"Trial candidate {c.get('position')}",
+                f"{c.get('unit')} ({c.get('profile')} v{c.get('version')}, sha256 "
+                f"{_short(c)}), {kept}",
+            )
+        )
+    threshold = plan.get("promote_threshold_pct")
+    rows.append(("Trial: promote at (%)", "off" if threshold is None else _shown(threshold)))
+    rows.append(("Trial: at the end", str(plan.get("end") or "")))
+    return rows
+
+
+def _short(entry: dict[str, Any]) -> str:
+    return f"{str(entry.get('sha256') or '')[:12]}…"
+
+
 def settings_lines(settings: dict[str, Any] | None) -> list[tuple[str, str]]:
-    """(label, value) per setting, known ones in LABELS' order, then any others."""
+    """(label, value) per setting, known ones in LABELS' order, then a trial's plan, then
+    any others."""
     if not settings:
         return []
     rows = []
@@ -95,7 +121,11 @@ def settings_lines(settings: dict[str, Any] | None) -> list[tuple[str, str]]:
         known.add((section, key))
         if key in values:
             rows.append((label, _shown(values[key])))
+    if isinstance(settings.get("trial"), dict):
+        rows += _trial_lines(settings["trial"])
     for section, values in sorted(settings.items()):
+        if section == "trial":
+            continue
         for key, value in sorted((values or {}).items()):
             if (section, key) not in known:
                 rows.append((f"{section} {key}", _shown(value)))

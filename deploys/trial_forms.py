@@ -30,16 +30,23 @@ def candidate_versions() -> Any:
     )
 
 
+def _known_units(host: Host | None) -> list[Any]:
+    if host is None:
+        return []
+    return [u for u in units_on_host(host=host) if u.seen.present and u.text.versions]
+
+
 def production_choices(host: Host | None) -> list[tuple[str, str]]:
     """The units on `host` whose text is a version specadmin knows (a trial must be able
     to start that text again), by unit name."""
-    if host is None:
-        return []
-    return [
-        (u.unit_name, f"{u.unit_name}.service — {u.text.name}")
-        for u in units_on_host(host=host)
-        if u.seen.present and u.text.versions
-    ]
+    return [(u.unit_name, f"{u.unit_name}.service — {u.text.name}") for u in _known_units(host)]
+
+
+def production_profiles(host: Host | None) -> list[Any]:
+    """The profiles of what may be production on `host`: a trial measures every candidate
+    with production's benchmark settings, which are set on its profile."""
+    found = {v.profile.pk: v.profile for u in _known_units(host) for v in u.text.versions}
+    return list(found.values())
 
 
 class TrialForm(forms.Form):
@@ -78,6 +85,7 @@ class TrialForm(forms.Form):
         choices = production_choices(host)
         self.fields["production_unit"].choices = choices
         self.no_production = host is not None and not choices
+        self.production_profiles = production_profiles(host)
 
 
-__all__ = ["TrialForm", "candidate_versions", "production_choices"]
+__all__ = ["TrialForm", "candidate_versions", "production_choices", "production_profiles"]

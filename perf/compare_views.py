@@ -5,14 +5,12 @@ JSON / CSV export. A trial's page renders the same include with its own runs."""
 
 from __future__ import annotations
 
-import csv
-import io
-
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from deploys.ids import row_id
 from deploys.models import Host
+from perf.exports import export_response
 from perf.models import BenchRun
 from perf.trial_results import (
     HostComparison,
@@ -68,27 +66,8 @@ def compare_versions(request: HttpRequest, host_id: int) -> HttpResponse:
 def compare_versions_export(request: HttpRequest, host_id: int, fmt: str) -> HttpResponse:
     host = get_object_or_404(Host, pk=row_id(host_id) or 0)
     comparison, _ = _comparison(request, host)
-    body = comparison.export()
     stem = f"versions-{host.name}"
-    if fmt == "json":
-        response: HttpResponse = JsonResponse(body, json_dumps_params={"indent": 1})
-        response["Content-Disposition"] = f'attachment; filename="{stem}.json"'
-        return response
-    out = io.StringIO()
-    writer = csv.writer(out)
-    columns = comparison_columns()
-    writer.writerow([header for _, header in columns])
-    for row in body["rows"]:
-        cells = []
-        for key, _ in columns:
-            value = row.get(key)
-            if isinstance(value, list):
-                value = " / ".join(f"{v:.3f}" for v in value)
-            cells.append("" if value is None else value)
-        writer.writerow(cells)
-    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{stem}.csv"'
-    return response
+    return export_response(comparison.export(), comparison_columns(), stem=stem, fmt=fmt)
 
 
 __all__ = ["compare_versions", "compare_versions_export"]

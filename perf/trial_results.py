@@ -12,7 +12,7 @@ the verdicts are computed here, not stored.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +85,7 @@ class HostComparison:
         by_run = {c.item.run.pk: c for c in self.rows}
         for row in rows:
             cand = by_run[row["run"]]
+            row["name"] = cand.item.label
             row["verdict_word"] = cand.word
             row["load_s"] = cand.load_s
             level = next(lv for lv in cand.item.levels if lv.concurrency == row["concurrency"])
@@ -94,6 +95,7 @@ class HostComparison:
 
 def comparison_columns() -> list[tuple[str, str]]:
     return [
+        ("name", "Name"),
         *export_columns(),
         ("verdict_word", "Result"),
         ("load_s", "Load time (s)"),
@@ -155,13 +157,27 @@ def compare_on_host(
     threshold_pct: float | None = None,
     reference_name: str = "production",
     missing: Sequence[ProfileVersion] = (),
+    names: Mapping[int, str] | None = None,
+    loads: Mapping[int, float | None] | None = None,
 ) -> HostComparison:
     """`candidates` against `reference` on `host` (the threshold: the reference profile's
-    policy unless given)."""
+    policy unless given). `names` and `loads` (by run pk) replace a run's label and the
+    load time read from its deploy: a trial names its candidates and measured several
+    loads in one job."""
     if threshold_pct is None:
         threshold_pct = policy_for(reference.profile).threshold_pct if reference else 5.0
     compared = compare_runs(candidates, reference, threshold_pct, name=reference_name)
-    rows = [Candidate(c, verdict_word(c), _first_change(c), load_seconds(c.run)) for c in compared]
+    for item in compared:
+        item.label = (names or {}).get(item.run.pk, item.label)
+    rows = [
+        Candidate(
+            c,
+            verdict_word(c),
+            _first_change(c),
+            loads[c.run.pk] if loads and c.run.pk in loads else load_seconds(c.run),
+        )
+        for c in compared
+    ]
     ref = next((c for c in rows if c.item.is_reference), None)
     return HostComparison(
         host=host,

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from perf import compare_views, sweep_views, views
+from perf import compare_views, sweep_views, trial_views, views
 
 app_name = "perf"
 
@@ -24,6 +24,19 @@ urlpatterns = [
         compare_views.compare_versions_export,
         {"fmt": "csv"},
         name="compare_versions_csv",
+    ),
+    path("trials/<int:pk>/", trial_views.trial_results_page, name="trial_results"),
+    path(
+        "trials/<int:pk>/export.json",
+        trial_views.trial_results_export,
+        {"fmt": "json"},
+        name="trial_results_json",
+    ),
+    path(
+        "trials/<int:pk>/export.csv",
+        trial_views.trial_results_export,
+        {"fmt": "csv"},
+        name="trial_results_csv",
     ),
     path("profiles/<int:profile_id>/sweep/", sweep_views.sweep, name="sweep"),
     path(

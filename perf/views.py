@@ -5,12 +5,10 @@ CSV; accepting a run as the baseline (audited, perf.services.accept_baseline).""
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -18,6 +16,7 @@ from deploys.ids import row_id
 from deploys.models import Host
 from perf import charts
 from perf.comparison import compare_runs, export_columns, export_rows
+from perf.exports import export_response
 from perf.forms import BenchPolicyForm
 from perf.models import BenchRun
 from perf.selectors import (
@@ -227,20 +226,8 @@ def host_export(request: HttpRequest, host_id: int, fmt: str) -> HttpResponse:
     context = _host_comparison(request, host)
     rows = export_rows(context["compared"])
     columns = export_columns()
-    stem = f"benchmarks-{host.name}"
-    if fmt == "json":
-        body = {"host": host.name, "columns": dict(columns), "rows": rows}
-        response: HttpResponse = JsonResponse(body, json_dumps_params={"indent": 1})
-        response["Content-Disposition"] = f'attachment; filename="{stem}.json"'
-        return response
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow([header for _, header in columns])
-    for row in rows:
-        writer.writerow(["" if row.get(key) is None else row.get(key) for key, _ in columns])
-    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{stem}.csv"'
-    return response
+    body = {"host": host.name, "columns": dict(columns), "rows": rows}
+    return export_response(body, columns, stem=f"benchmarks-{host.name}", fmt=fmt)
 
 
 @require_POST

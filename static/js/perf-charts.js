@@ -4,6 +4,9 @@
  * this script (or Chart.js) the page still reads. */
 (function () {
   "use strict";
+  // Canvases take room only where this script runs (specadmin.css): without it the
+  // tables stand alone instead of below an empty box.
+  document.documentElement.classList.add("charts-on");
 
   function number(v) {
     if (v === null || v === undefined) return "—";
