@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import hashlib
+import html as markup
 import json
 import os
 import signal
@@ -237,6 +238,12 @@ def test_a_worker_killed_mid_batch_leaves_the_rollout_interrupted_saying_what_ru
     for row in ended["hosts"][:2]:
         assert row["host_state"].endswith("its file is the requested unit"), row
         assert row["host_state"] in html
-    assert ended["hosts"][2]["host_state"] in html
+    # the interrupted host: what its steps left, which is what the host has
+    assert ended["hosts"][2]["host_state"] == (
+        f"{unit} on fleet-3: its file is the requested unit; started by this job and not "
+        "stopped since (from the job's steps, not read on the host)"
+    )
+    assert markup.escape(ended["hosts"][2]["host_state"]) in html
+    assert quiet_hosts[2].systemctl("is-active", unit).stdout.strip() == "active"
     assert cluster.poll() is None
     assert manage(env, "verifyaudit", "--skip-checks").startswith("OK: ")
