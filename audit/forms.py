@@ -16,6 +16,7 @@ class HistoryFilterForm(forms.Form):
     )
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    rollout = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 
     def clean(self) -> dict:
         data = super().clean()
@@ -34,4 +35,5 @@ class HistoryFilterForm(forms.Form):
             kind=data.get("kind", "").strip(),
             since=data.get("since"),
             until=data.get("until"),
+            rollout=data.get("rollout"),
         )

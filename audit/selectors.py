@@ -21,6 +21,32 @@ class HistoryFilters:
     kind: str = ""
     since: date | None = None
     until: date | None = None
+    rollout: int | None = None
+
+
+# A rollout's story: its own events, and those of the hosts' deploy requests its approval
+# created (`rollout.approved` names them, docs/rollouts.md "Audit"). Read from the
+# history itself: `audit` does not import `fleet`.
+ROLLOUT_TYPE = "fleet.rollout"
+REQUEST_TYPE = "deploys.deployrequest"
+ROLLOUT_APPROVED = "rollout.approved"
+
+
+def rollout_story(events: QuerySet[AuditEvent], rollout: int) -> QuerySet[AuditEvent]:
+    """`events` narrowed to rollout #`rollout` and its hosts' requests."""
+    approvals = AuditEvent.objects.filter(
+        object_type=ROLLOUT_TYPE, object_id=str(rollout), kind=ROLLOUT_APPROVED
+    ).values_list("payload", flat=True)
+    requests = {
+        str(pk)
+        for payload in approvals
+        if isinstance(payload, dict) and isinstance(payload.get("requests"), dict)
+        for pk in payload["requests"].values()
+    }
+    return events.filter(
+        Q(object_type=ROLLOUT_TYPE, object_id=str(rollout))
+        | Q(object_type=REQUEST_TYPE, object_id__in=requests)
+    )
 
 
 def audit_event_list(*, filters: HistoryFilters) -> QuerySet[AuditEvent]:
@@ -29,9 +55,11 @@ def audit_event_list(*, filters: HistoryFilters) -> QuerySet[AuditEvent]:
     `user` matches the username at the time *or* the user's current name, so history
     survives renames in both directions. `kind` is an exact kind or a family: `deploy`
     matches `deploy.requested`, `deploy.approved`, …. Dates are inclusive days in the
-    current time zone.
+    current time zone. `rollout`: that rollout's story (`rollout_story`).
     """
     events = AuditEvent.objects.order_by("-id")
+    if filters.rollout is not None:
+        events = rollout_story(events, filters.rollout)
     if filters.host:
         events = events.filter(host_name=filters.host)
     if filters.profile:

@@ -36,6 +36,7 @@ from deploys import signals
 from deploys.connect import transport_for
 from deploys.jobs.context import JobContext, never_cancelled
 from deploys.jobs.flow import Results, Step, step
+from deploys.jobs.interrupted import interrupted_deploy_state
 from deploys.jobs.lease import LOCK_STEP, HostBusy, HostLease, lease_seconds, wait_seconds
 from deploys.jobs.liveness import lost_workers
 from deploys.jobs.outcome import Job, JobOutcome, cancelled_by
@@ -631,7 +632,7 @@ def _interrupt(request: DeployRequest, now: datetime, how: str) -> str:
         + ". The host may be half-way through; nothing is re-run automatically: look at the "
         "host, then request a restart or a rollback"
     )
-    host_state = "unknown: the job did not finish"
+    host_state = interrupted_deploy_state(request)
     if request.kind == DeployRequest.Kind.TRIAL:  # which of its units runs now, read there
         host_state = interrupted_host_state(request)
         reason += f"; the trial's steps say: {where_it_stopped(request)}"

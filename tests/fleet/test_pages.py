@@ -51,6 +51,7 @@ def test_a_rollout_is_requested_shown_approved_once_and_goes_live(
     rollout = Rollout.objects.get()
     own = client.get(made["Location"]).content.decode()
     assert "3 hosts get text A" in own and "Approve the whole rollout" not in own
+    assert f'id="rollout-history" href="/history/?rollout={rollout.pk}"' in own
 
     client.force_login(people.alice)
     page = client.get(made["Location"]).content.decode()
