@@ -34,9 +34,7 @@ def in_place(side: TrialSide, name: str = NGRAM) -> Candidate:
 
 
 def text_back_steps(request: DeployRequest) -> list[JobStep]:
-    return list(
-        JobStep.objects.filter(request=request, name="production_text_back").order_by("pk")
-    )
+    return list(JobStep.objects.filter(request=request, name="production_text_back").order_by("pk"))
 
 
 def assert_production_back(side: TrialSide, request: DeployRequest) -> None:
