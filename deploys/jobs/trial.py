@@ -256,14 +256,19 @@ def candidate_label(candidate: TrialCandidate) -> str:
 
 def candidate_labels(candidates: Sequence[TrialCandidate]) -> dict[int, str]:
     """By position, each candidate's label, its unit name added where two would read
-    the same."""
+    the same (and its position where they also share the unit name: production's)."""
     plain = {c.position: candidate_label(c) for c in candidates}
     seen = list(plain.values())
-    return {
-        c.position: plain[c.position]
-        + (f" ({c.unit_name}.service)" if seen.count(plain[c.position]) > 1 else "")
-        for c in candidates
-    }
+    named = [(plain[c.position], c.unit_name) for c in candidates]
+    labels = {}
+    for c in candidates:
+        label = plain[c.position]
+        if named.count((label, c.unit_name)) > 1:
+            label += f" (candidate {c.position}, {c.unit_name}.service)"
+        elif seen.count(label) > 1:
+            label += f" ({c.unit_name}.service)"
+        labels[c.position] = label
+    return labels
 
 
 def _run(
