@@ -11,6 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from audit.models import AuditEvent
+from deploys.cancel_plan import cancel_plan
 from deploys.models import DeployRequest, JobStep, TrialCandidate
 from deploys.running import unit_on_host
 from deploys.services.trial_requests import Candidate
@@ -189,3 +190,14 @@ def test_a_candidate_row_renamed_to_productions_unit_after_the_approval_voids_th
     TrialCandidate.objects.filter(request=request).update(unit_name=PRODUCTION)
     with pytest.raises(ValidationError, match="void"):
         trial_side.run(request)
+
+
+def test_the_cancel_plan_of_such_a_trial_says_productions_text_is_written_back_first(
+    trial_side: TrialSide,
+) -> None:
+    request = trial_side.request(in_place(trial_side))
+    DeployRequest.objects.filter(pk=request.pk).update(status=Status.RUNNING)
+    request.refresh_from_db()
+    steps = cancel_plan(request).steps
+    back = next(i for i, s in enumerate(steps) if "approved text back" in s)
+    assert back < next(i for i, s in enumerate(steps) if s.startswith("Start "))
