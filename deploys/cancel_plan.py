@@ -60,10 +60,20 @@ def cancel_plan(request: DeployRequest) -> CancelPlan:
     policy = PipelinePolicy.from_profile_data(request.profile_version.data)
     if request.kind == Kind.TRIAL:
         y = _named(request.unit_sha256, unit)
+        in_place = request.candidates.filter(unit_name=request.unit_name).exists()
+        text_back = (
+            [
+                f"Write {y}'s approved text back into {unit} (a candidate ran in it) and read "
+                "it back: production is only started from its approved text."
+            ]
+            if in_place
+            else []
+        )
         return CancelPlan(
             f"stop the candidate that runs, start production {y} again and wait for it",
             [
                 "Stop the candidate that runs now (if one does) and wait until its GPUs are free.",
+                *text_back,
                 f"Start {y} ({unit}) again and wait until it is ready (up to "
                 f"{policy.ready_timeout_s / 60:g} min), then measure it once.",
                 "Remove the candidates' unit files, unless kept.",

@@ -10,7 +10,8 @@ outside specadmin").
 
 Per host and unit, the jobs that ran a text say how it went there: a deploy (or rollback
 request) that failed or regressed marks that text; the last deploy that passed readiness
-and the benchmark gate, with no failure of the same text since, is "last known good".
+and the benchmark gate, with no failure of the same text since, is "last known good"; so
+is a trial's candidate left running as production (it beat production's baseline).
 
 The host page, the profile pages (`{% profile_deployments %}`), the *Roll back to*
 choices, the request pages and the jobs' audit events all read this module
@@ -28,7 +29,7 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from deploys.models import DeployRequest, Host, JobStep, PushedUnit, UnitReading
+from deploys.models import DeployRequest, Host, JobStep, PushedUnit, TrialCandidate, UnitReading
 from hostops.channel.push import sha256_hex
 from units.models import ProfileVersion, ServiceProfile
 
@@ -184,6 +185,12 @@ def versions_by_sha(shas: Iterable[str]) -> dict[str, tuple[ProfileVersion, ...]
             "unit_sha256", "profile_version_id"
         )
     )
+    # a trial candidate's text, rendered for its unit name (production's own, say)
+    pairs |= set(
+        TrialCandidate.objects.filter(unit_sha256__in=wanted).values_list(
+            "unit_sha256", "profile_version_id"
+        )
+    )
     versions = ProfileVersion.objects.select_related("profile").in_bulk({pk for _, pk in pairs})
     found: dict[str, list[ProfileVersion]] = defaultdict(list)
     for sha, pk in pairs:
@@ -257,7 +264,7 @@ def _histories(host: Host, unit_name: str | None) -> dict[str, _History]:
         first_failure.setdefault(request_id, (name, str(outcome or "")))
     marks: dict[str, dict[str, list[Mark]]] = defaultdict(lambda: defaultdict(list))
     good: dict[str, list[tuple[str, int, datetime]]] = defaultdict(list)
-    for pk, name, sha, status, finished in rows:
+    for pk, name, sha, status, finished in _promotions(host, unit_name) + rows:
         at = finished or timezone.now()
         if status == Status.SUCCEEDED:
             good[name].append((sha, pk, at))
@@ -267,6 +274,8 @@ def _histories(host: Host, unit_name: str | None) -> dict[str, _History]:
             continue  # a cancel (whose rollback then failed) says nothing of the text
         what = "regressed" if outcome == "regressed" else "failed"
         marks[name][sha].append(Mark(sha, what, step, pk, at))
+    for kept in good.values():
+        kept.sort(key=lambda g: (g[2], g[1]))
     histories = {}
     for name in set(marks) | set(good):
         last_sha, last_pk = "", None
@@ -276,6 +285,26 @@ def _histories(host: Host, unit_name: str | None) -> dict[str, _History]:
                 break
         histories[name] = _History(dict(marks[name]), last_sha, last_pk)
     return histories
+
+
+def _promotions(
+    host: Host, unit_name: str | None
+) -> list[tuple[int, str, str, str, datetime | None]]:
+    """The candidates trials left running as production on `host` (they passed readiness
+    and beat production's baseline), as the successful deploys of their text."""
+    promoted = TrialCandidate.objects.filter(
+        request__host=host,
+        request__status=Status.SUCCEEDED,
+        outcome=TrialCandidate.Outcome.PROMOTED,
+    )
+    if unit_name is not None:
+        promoted = promoted.filter(unit_name=unit_name)
+    return [
+        (pk, name, sha, Status.SUCCEEDED, finished)
+        for pk, name, sha, finished in promoted.values_list(
+            "request_id", "unit_name", "unit_sha256", "request__finished_at"
+        )
+    ]
 
 
 # -- the answer --------------------------------------------------------------------------------

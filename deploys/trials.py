@@ -5,10 +5,11 @@ A trial (a `DeployRequest` of kind TRIAL) names production Y by its exact text o
 candidates (`TrialCandidate` rows). The plan is the ordered list of candidate unit texts
 (their sha256s), whether each unit file is kept at the end, and the end action (production
 back, or the best candidate left running when it beats production by the approved
-threshold). It is part of the request's job settings (`job_settings["trial"]`), whose hash
-the approval pins (`deploys.job_settings`, `deploys.approvals`): a candidate row edited
-after the approval, or a plan that no longer matches its rows, voids it.
-(docs/trials.md)
+threshold). A candidate may take production's unit name: the plan says so, and that
+production's approved text is written back after it. It is part of the request's job
+settings (`job_settings["trial"]`), whose hash the approval pins (`deploys.job_settings`,
+`deploys.approvals`): a candidate row edited after the approval, or a plan that no longer
+matches its rows, voids it. (docs/trials.md)
 """
 
 from __future__ import annotations
@@ -19,22 +20,36 @@ from deploys.models import DeployRequest, TrialCandidate
 from hostops.channel.push import sha256_hex
 
 
-def end_action(promote_pct: float | None) -> str:
-    """What happens at the end of the trial, in the approver's words."""
+def end_action(promote_pct: float | None, in_place: bool = False) -> str:
+    """What happens at the end of the trial, in the approver's words. `in_place`: a
+    candidate takes production's unit name."""
     if promote_pct is None:
-        return (
+        said = (
             "production is started again and measured; the candidates' unit files are "
             "removed unless kept"
         )
-    return (
-        f"if the best candidate beats production by at least {promote_pct:g}% on every gated "
-        "metric it is left running as production (production stays stopped); otherwise "
-        "production is started again and measured; the other candidates' unit files are "
-        "removed unless kept"
-    )
+    else:
+        said = (
+            f"if the best candidate beats production by at least {promote_pct:g}% on every "
+            "gated metric it is left running as production (production stays stopped); "
+            "otherwise production is started again and measured; the other candidates' unit "
+            "files are removed unless kept"
+        )
+    if in_place:
+        said += (
+            "; a candidate that takes production's unit name replaces production's file "
+            "while it is tried, and production's approved text is written back (and read "
+            "back) before production starts again — that file is never removed"
+        )
+    return said
 
 
-def candidate_plan(candidates: list[TrialCandidate]) -> list[dict[str, Any]]:
+def takes_production_unit(candidate: TrialCandidate, production_unit: str) -> bool:
+    """The candidate runs as production's own unit, in production's file."""
+    return candidate.unit_name == production_unit
+
+
+def candidate_plan(candidates: list[TrialCandidate], production_unit: str) -> list[dict[str, Any]]:
     return [
         {
             "position": c.position,
@@ -43,6 +58,8 @@ def candidate_plan(candidates: list[TrialCandidate]) -> list[dict[str, Any]]:
             "version": c.profile_version.number,
             "sha256": c.unit_sha256,
             "keep": c.keep,
+            # only where true: the plans of other trials stay as they were approved
+            **({"takes_production_unit": True} if c.unit_name == production_unit else {}),
         }
         for c in sorted(candidates, key=lambda c: c.position)
     ]
@@ -56,11 +73,12 @@ def trial_plan(
     promote_pct: float | None,
 ) -> dict[str, Any]:
     """The plan as stored in `job_settings["trial"]` (plain JSON, canonical order)."""
+    in_place = any(takes_production_unit(c, production_unit) for c in candidates)
     return {
         "production": {"unit": f"{production_unit}.service", "sha256": production_sha256},
-        "candidates": candidate_plan(candidates),
+        "candidates": candidate_plan(candidates, production_unit),
         "promote_threshold_pct": None if promote_pct is None else float(promote_pct),
-        "end": end_action(promote_pct),
+        "end": end_action(promote_pct, in_place),
     }
 
 
@@ -98,4 +116,11 @@ def plan_problems(request: DeployRequest) -> list[str]:
     return problems
 
 
-__all__ = ["candidates_of", "end_action", "plan_of", "plan_problems", "trial_plan"]
+__all__ = [
+    "candidates_of",
+    "end_action",
+    "plan_of",
+    "plan_problems",
+    "takes_production_unit",
+    "trial_plan",
+]

@@ -5,7 +5,8 @@ deploy / rollback-to-version: preflight → vLLM check → push → daemon-reloa
 GPU-clean → start → journal check → readiness → benchmark (deploys only);
 restart: the same without push and daemon-reload; remove: preflight → stop → GPU-clean →
 remove; trial: the parts of `TRIAL`, which `deploys.jobs.trial` runs in turn per
-unit. A failure or a cancel once the unit file or the service was touched runs ROLLBACK
+unit (production_text_back after a candidate that took production's unit name). A
+failure or a cancel once the unit file or the service was touched runs ROLLBACK
 (when the profile allows it): put the previous unit back, then — if the service ran before the job —
 the same stop → GPU-clean → start → journal → readiness path for it. The rollback starts
 from what preflight found and what push replaced (ROLLBACK_STARTS_FROM), nothing else.
@@ -33,6 +34,7 @@ from deploys.jobs.service_steps import (
     vllm_check,
 )
 from deploys.jobs.steps import daemon_reload, preflight, push
+from deploys.jobs.text_back import production_text_back
 from deploys.jobs.trial import (
     TrialSteps,
     candidate_benchmark,
@@ -75,6 +77,7 @@ CANDIDATE_PREFLIGHT = step("candidate_preflight", candidate_preflight, provides=
 REFERENCE_BENCHMARK = step("reference_benchmark", reference_benchmark, (Found,))
 CANDIDATE_BENCHMARK = step("candidate_benchmark", candidate_benchmark, (Found,))
 CONFIRM_BENCHMARK = step("confirm_benchmark", confirm_benchmark, (Found,))
+PRODUCTION_TEXT_BACK = step("production_text_back", production_text_back)
 TRIAL = TrialSteps(
     before=(TRIAL_PREFLIGHT,),
     check=(CANDIDATE_PREFLIGHT, VLLM_CHECK),
@@ -84,6 +87,8 @@ TRIAL = TrialSteps(
     stop_candidate=(STOP, GPU_CLEAN),
     back=(GPU_CLEAN, START, JOURNAL_CHECK, READINESS, CONFIRM_BENCHMARK),
     remove=(REMOVE,),
+    text_back=(PRODUCTION_TEXT_BACK,),
+    push_again=(PUSH, DAEMON_RELOAD),
 )
 # Each part of a trial, with what its unit's earlier parts provide: production's parts
 # follow one another (before → reference → stop_production → back), a candidate's follow
@@ -92,8 +97,14 @@ TRIAL_CHECKED: dict[str, tuple[Steps, tuple[type, ...]]] = {
     "trial: production before anything is stopped": (TRIAL.before + TRIAL.reference, ()),
     "trial: each candidate's check": (TRIAL.check, ()),
     "trial: production stopped and back": (
-        TRIAL.stop_production + TRIAL.back,
+        TRIAL.stop_production + TRIAL.text_back + TRIAL.back,
         (Preflighted,),
+    ),
+    "trial: production's text back after a candidate in its unit": (TRIAL.text_back, ()),
+    # after its own steps and stop_candidate, which stopped it
+    "trial: a promoted candidate in production's unit": (
+        TRIAL.push_again + TRIAL.back[:-1],
+        (Preflighted, Stopped),
     ),
     "trial: each candidate in production's place": (
         TRIAL.candidate + TRIAL.stop_candidate,

@@ -15,11 +15,16 @@ production Y, i candidate Xi):
 5. per candidate: push, daemon_reload, start, journal_check, readiness,
    candidate_benchmark (Y's baseline settings, gated against Y's baseline), then stop and
    GPU-clean whatever happened. A failure is recorded with its evidence and the trial goes
-   on with the next; GPUs that do not come free end the candidates there.
+   on with the next; GPUs that do not come free end the candidates there. A candidate
+   under Y's own unit name runs in Y's file: after it, production_text_back (Y) writes
+   Y's approved text back and reads it back; a read-back that is not it ends the
+   candidates there.
 6. Y again (or, approved with a promote threshold, the best candidate when it beats Y by
-   that much on every gated metric): gpu_clean, start, journal_check, readiness,
+   that much on every gated metric; one under Y's name is pushed into Y's file again):
+   production_text_back where a candidate ran in Y's file (Y is never started from a
+   file that is not its approved text), gpu_clean, start, journal_check, readiness,
    confirm_benchmark (Y's speed after the restore; slower than its baseline is loud).
-7. the candidates' unit files removed, unless kept (or promoted).
+7. the candidates' unit files removed, unless kept (or promoted); Y's file never.
 
 A cancel, at any moment, is seen between steps and by the waits: the candidate running then
 is stopped and Y is put back, under the trial's own approval (it approved "and back to Y"),
@@ -186,6 +191,11 @@ class TrialSteps:
     stop_candidate: tuple[Step, ...]
     back: tuple[Step, ...]  # production (or the promoted candidate) started again
     remove: tuple[Step, ...]  # each candidate's unit file, unless kept
+    # production's approved text back in its file, read back: after a candidate that took
+    # production's unit name, and before production starts again
+    text_back: tuple[Step, ...] = ()
+    # a promoted candidate under production's name: its text into that file again
+    push_again: tuple[Step, ...] = ()
 
     def mapped(self, change: Callable[[Step], Step]) -> TrialSteps:
         return TrialSteps(
@@ -206,6 +216,7 @@ class _Tried:
     figures: dict[str, Any] = field(default_factory=dict)
     pushed: bool = False
     label: str = ""
+    ran: bool = False  # its steps in production's place began
 
 
 @dataclass
@@ -216,7 +227,17 @@ class _Trial:
     tried: list[_Tried] = field(default_factory=list)
     cancel_when: str = ""
     gpus_stuck: str = ""
+    text_not_back: str = ""  # production's text could not be put back after a candidate
     production_stopped: bool = False
+
+    @property
+    def halted(self) -> str:
+        """Why no further candidate runs (GPUs stuck, production's text not back)."""
+        return self.gpus_stuck or self.text_not_back
+
+    def in_place(self, t: _Tried) -> bool:
+        """Candidate t takes production's unit name: it runs in production's file."""
+        return t.candidate.unit_name == self.job.ctx.request.unit_name
 
 
 def candidate_label(candidate: TrialCandidate) -> str:
@@ -235,14 +256,19 @@ def candidate_label(candidate: TrialCandidate) -> str:
 
 def candidate_labels(candidates: Sequence[TrialCandidate]) -> dict[int, str]:
     """By position, each candidate's label, its unit name added where two would read
-    the same."""
+    the same (and its position where they also share the unit name: production's)."""
     plain = {c.position: candidate_label(c) for c in candidates}
     seen = list(plain.values())
-    return {
-        c.position: plain[c.position]
-        + (f" ({c.unit_name}.service)" if seen.count(plain[c.position]) > 1 else "")
-        for c in candidates
-    }
+    named = [(plain[c.position], c.unit_name) for c in candidates]
+    labels = {}
+    for c in candidates:
+        label = plain[c.position]
+        if named.count((label, c.unit_name)) > 1:
+            label += f" (candidate {c.position}, {c.unit_name}.service)"
+        elif seen.count(label) > 1:
+            label += f" ({c.unit_name}.service)"
+        labels[c.position] = label
+    return labels
 
 
 def _run(
@@ -307,7 +333,7 @@ def run_trial(job: Job, steps: TrialSteps) -> JobOutcome:
         trial.gpus_stuck = f"production could not be stopped cleanly: {ended.reason}"
     for t in checked:
         if not t.outcome:
-            why = "the trial was cancelled" if trial.cancel_when else trial.gpus_stuck
+            why = "the trial was cancelled" if trial.cancel_when else trial.halted
             cancelled = TrialOutcome.CANCELLED if trial.cancel_when else TrialOutcome.FAILED
             _record(t, cancelled, f"not tried: {why}")
     return _finish(trial)
@@ -351,10 +377,12 @@ def _untouched(trial: _Trial, ended: StepResult, then: str) -> JobOutcome:
 
 def _try(trial: _Trial, t: _Tried) -> None:
     """Candidate t in production's place: its steps, then stopped whatever happened.
-    Not tried (left without an outcome) once the trial is cancelled or GPUs are stuck."""
-    if trial.cancel_when or trial.gpus_stuck:
+    Not tried (left without an outcome) once the trial is cancelled or halted. A candidate
+    in production's file is followed by production's text back, whatever happened."""
+    if trial.cancel_when or trial.halted:
         return
     steps = trial.steps
+    t.ran = True
     ended = _run(trial, t.ctx, steps.candidate, t.results)
     t.pushed = t.results.has(Pushed)
     bench = _bench_step(t)
@@ -368,13 +396,16 @@ def _try(trial: _Trial, t: _Tried) -> None:
         _record(t, TrialOutcome.CANCELLED, f"cancelled {trial.cancel_when}")
     else:
         _record(t, TrialOutcome.FAILED, ended.reason, evidence=_evidence(t))
-    if not t.pushed:
-        return  # nothing of it is on the host
-    # Stopped whatever happened (a cancel does not stop the way back to production).
-    stopping = _no_cancel(t.ctx)
-    ended = _run(trial, stopping, steps.stop_candidate, t.results)
-    if ended is not None:
-        trial.gpus_stuck = f"{t.ctx.unit} could not be stopped cleanly: {ended.reason}"
+    if t.pushed:
+        # Stopped whatever happened (a cancel does not stop the way back to production).
+        stopping = _no_cancel(t.ctx)
+        ended = _run(trial, stopping, steps.stop_candidate, t.results)
+        if ended is not None:
+            trial.gpus_stuck = f"{t.ctx.unit} could not be stopped cleanly: {ended.reason}"
+    if trial.in_place(t):  # even when its push failed half-way: the step reads first
+        back = _run(trial, _no_cancel(trial.job.ctx), steps.text_back, trial.production)
+        if back is not None:
+            trial.text_not_back = f"PRODUCTION'S TEXT IS NOT BACK after {t.label}: {back.reason}"
 
 
 def _bench_step(t: _Tried) -> JobStep | None:
@@ -438,7 +469,7 @@ def _promotable(trial: _Trial) -> _Tried | None:
     """The best candidate, if the trial was approved with a promote threshold and that
     candidate beats production by at least it on every gated metric."""
     threshold = trial.job.ctx.request.trial_promote_pct
-    if threshold is None or trial.cancel_when or trial.gpus_stuck:
+    if threshold is None or trial.cancel_when or trial.halted:
         return None
     best: tuple[float, _Tried] | None = None
     for t in trial.tried:
@@ -462,15 +493,20 @@ def _finish(trial: _Trial) -> JobOutcome:
     promoted = _promotable(trial)
     back_failed: StepResult | None = None
     if promoted is not None:
-        back_failed = _run(trial, _no_cancel(promoted.ctx), steps.back[:-1], promoted.results)
+        again = steps.push_again if trial.in_place(promoted) else ()
+        promote = again + steps.back[:-1]
+        back_failed = _run(trial, _no_cancel(promoted.ctx), promote, promoted.results)
         if back_failed is not None:
             promoted = None  # production comes back instead
     if promoted is None:
-        back_failed = _run(trial, back_ctx, steps.back, trial.production)
+        in_place = any(t.ran and trial.in_place(t) for t in trial.tried)
+        back = (steps.text_back if in_place else ()) + steps.back
+        back_failed = _run(trial, back_ctx, back, trial.production)
     if promoted is not None:
         _record(promoted, TrialOutcome.PROMOTED, promoted.reason)
     for t in trial.tried:
-        if t.pushed and not t.candidate.keep and t is not promoted:
+        # production's own file is never removed: its text came back instead
+        if t.pushed and not t.candidate.keep and t is not promoted and not trial.in_place(t):
             _run(trial, _no_cancel(t.ctx), steps.remove, Results())
     _read_back(trial)
     return _outcome(trial, promoted, back_failed)
@@ -484,7 +520,7 @@ def _read_back(trial: _Trial) -> None:
         units = [(ctx.request.unit_name, ctx.path)] + [
             (t.ctx.request.unit_name, t.ctx.path) for t in trial.tried
         ]
-        for name, path in units:
+        for name, path in dict.fromkeys(units):
             record_read(
                 host=ctx.host,
                 unit_name=name,
@@ -513,7 +549,12 @@ def _outcome(trial: _Trial, promoted: _Tried | None, back_failed: StepResult | N
     ctx = trial.job.ctx
     verdicts = "; ".join(f"{t.label}: {_said(t)}" for t in trial.tried) or "no candidate"
     confirm = _confirm_figures(trial)
-    if promoted is not None:
+    if promoted is not None and trial.in_place(promoted):
+        back = (
+            f"{promoted.label} left running as production in its unit file ({ctx.unit}); "
+            "production's text is not there any more"
+        )
+    elif promoted is not None:
         back = (
             f"{promoted.label} left running as production ({promoted.ctx.unit}); {ctx.unit} stopped"
         )
@@ -521,7 +562,7 @@ def _outcome(trial: _Trial, promoted: _Tried | None, back_failed: StepResult | N
         back = f"PRODUCTION WAS NOT RESTORED: {back_failed.reason}"
     else:
         back = _production_back(confirm)
-    loud = [] if trial.gpus_stuck == "" else [trial.gpus_stuck]
+    loud = [x for x in (trial.gpus_stuck, trial.text_not_back) if x]
     if confirm.get("drifted"):
         loud.append(str(confirm.get("drift")))
     reason = f"{verdicts}; {back}" + ("".join(f"; {x}" for x in loud))
@@ -602,22 +643,28 @@ def trial_units(request: DeployRequest) -> list[TrialUnit]:
 
 def units_now(transport: Transport, host_name: str, units: Sequence[TrialUnit]) -> str:
     """What `host_name` runs as each of `units`, read now: its state and which text its
-    file is (a candidate's file that is gone: "removed"). Raises TransportError."""
-    parts = []
+    file is (a candidate's file that is gone: "removed"). Candidates under production's
+    unit name are read with it, once: its file is one of their texts. Raises
+    TransportError."""
+    by_unit: dict[str, list[TrialUnit]] = {}
     for u in units:
-        state = transport.unit_properties(u.unit, ("LoadState", "ActiveState", "SubState"))
-        text = transport.read_file(posixpath.join(DEFAULT_UNIT_DIR, u.unit))
-        if text is None and state.get("LoadState") == "not-found" and u.role != "production":
-            parts.append(f"{u.unit}: removed")
+        by_unit.setdefault(u.unit, []).append(u)
+    parts = []
+    for unit, sharing in by_unit.items():
+        roles = [u.role for u in sharing]
+        state = transport.unit_properties(unit, ("LoadState", "ActiveState", "SubState"))
+        text = transport.read_file(posixpath.join(DEFAULT_UNIT_DIR, unit))
+        if text is None and state.get("LoadState") == "not-found" and "production" not in roles:
+            parts.append(f"{unit}: removed")
             continue
         if text is None:
             which = "no unit file"
-        elif sha256_hex(text) == u.sha256:
-            which = f"{u.role}'s approved text"
         else:
-            which = f"another text (sha256 {sha256_hex(text)[:12]}…)"
+            sha = sha256_hex(text)
+            role = next((u.role for u in sharing if u.sha256 == sha), None)
+            which = f"{role}'s approved text" if role else f"another text (sha256 {sha[:12]}…)"
         parts.append(
-            f"{u.unit} ({u.role}): {state.get('ActiveState', '?')} "
+            f"{unit} ({', '.join(roles)}): {state.get('ActiveState', '?')} "
             f"({state.get('SubState', '?')}), its file is {which}"
         )
     return f"on {host_name}: " + "; ".join(parts)

@@ -8,7 +8,8 @@ again, so a unit changed outside specadmin is refused, with that reason. Each ca
 rendered and linted for the host's probed versions as a deploy request's unit is
 (`deploys.selectors.unit_for_host`), without Y and the other candidates beside it: they
 never run at the same time, so a port they share (VL325) or GPUs they both ask for (VL332)
-is no conflict of the trial (docs/trials.md).
+is no conflict of the trial (docs/trials.md). A candidate may take Y's own unit name: it
+then runs in Y's file, and the job writes Y's approved text back after it.
 """
 
 from __future__ import annotations
@@ -142,8 +143,9 @@ def _checked_threshold(threshold: float | None) -> float | None:
 
 
 def _checked_names(asked: list[Candidate], production_unit: str) -> list[str]:
-    """Each candidate's unit name (default: its profile's name): valid, not denied, not
-    production's own, no two the same; their profiles not archived."""
+    """Each candidate's unit name (default: its profile's name): valid, not denied; no two
+    the same, except production's own, which several may take (each runs in production's
+    file in turn, production's text written back after it); their profiles not archived."""
     if not asked:
         raise ValidationError({"candidates": ["Pick at least one candidate version."]})
     if len(asked) > MAX_CANDIDATES:
@@ -154,17 +156,16 @@ def _checked_names(asked: list[Candidate], production_unit: str) -> list[str]:
             refused = f"profile {c.version.profile.name} is archived"
             raise ValidationError({"candidates": [f"Candidate {position}: {refused}."]})
         check_unit_name(name)
-        if name == production_unit:
-            raise ValidationError(
-                {
-                    "candidates": [
-                        f"Candidate {position} would run as {name}.service, production's own "
-                        "unit: give it its own unit name (production's file stays as it is)."
-                    ]
-                }
-            )
-    if len(set(names)) != len(names):
-        raise ValidationError({"candidates": ["Two candidates have the same unit name."]})
+    others = [n for n in names if n != production_unit]
+    if len(set(others)) != len(others):
+        raise ValidationError(
+            {
+                "candidates": [
+                    "Two candidates have the same unit name (only production's own may be "
+                    "shared: each runs in production's file in turn)."
+                ]
+            }
+        )
     return names
 
 
@@ -235,7 +236,7 @@ def trial_request_create(
                     transport.read_file(unit_path(name), limit=MAX_UNIT_BYTES),
                     existing_unit(transport, name),
                 )
-                for name in names
+                for name in dict.fromkeys(names)
             }
     except TransportError as exc:
         raise transport_error(f"Cannot read the units on {host.name}", exc) from exc
@@ -248,7 +249,8 @@ def trial_request_create(
             name,
             present[name],
             not_beside=others - {name},
-            keep=keep if c.keep is None else c.keep,
+            # production's own file is never kept as the candidate's: its text comes back
+            keep=(keep if c.keep is None else c.keep) and name != production_unit,
             acknowledge_warnings=acknowledge_warnings,
         )
         for position, (c, name) in enumerate(zip(asked, names, strict=True), start=1)

@@ -436,7 +436,13 @@ def test_an_operator_token_requests_a_trial_that_waits_for_a_person(
     for wrong in ([{"profile": "no-such"}], []):
         refused = olga.post(f"{V1}/trials/", {**body, "candidates": wrong}, format="json")
         assert refused.status_code in (400, 404), refused.content
-    # production's own unit name as a candidate's: the service's reason, as a 400
-    same = [{"profile": ngram.profile.name, "unit_name": PRODUCTION}]
+    # two candidates under one unit name other than production's: the service's reason
+    same = [{"profile": ngram.profile.name, "unit_name": "vllm-x"}] * 2
     refused = olga.post(f"{V1}/trials/", {**body, "candidates": same}, format="json")
-    assert refused.status_code == 400 and "production's own" in refused.content.decode()
+    assert refused.status_code == 400 and "same unit name" in refused.content.decode()
+    # production's own unit name is a candidate's to take (docs/trials.md, "Candidates")
+    in_place = [{"profile": ngram.profile.name, "unit_name": PRODUCTION}]
+    taken = olga.post(f"{V1}/trials/", {**body, "candidates": in_place}, format="json")
+    assert taken.status_code == 201, taken.content
+    taking = DeployRequest.objects.get(pk=taken.json()["id"])
+    assert taking.job_settings["trial"]["candidates"][0]["takes_production_unit"] is True

@@ -1,8 +1,9 @@
 """Trials, any number, one after another on one host, with candidates that are slower,
-faster, crash while loading or are rejected by the host's vLLM, and cancels during a
-candidate's readiness: after each, production runs alone, its file is its known text, the
-candidates' files are gone unless kept, and what runs where (`deploys.running`) says what
-the host's files say."""
+faster, crash while loading or are rejected by the host's vLLM, some under production's
+own unit name (one much faster is promoted there), and cancels during a candidate's
+readiness: after each, production runs alone, its file is its known text (production's,
+or the promoted candidate's), the candidates' files are gone unless kept, and what runs
+where (`deploys.running`) says what the host's files say."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from hypothesis.stateful import (
 )
 
 from deploys.jobs import benchmark as benchmark_hook
-from deploys.models import DeployRequest, JobStep
+from deploys.models import DeployRequest, JobStep, TrialCandidate
 from deploys.running import unit_on_host
 from deploys.services.trial_requests import Candidate
 from deploys.services.unit_requests import deploy_job_cancel
@@ -29,6 +30,8 @@ from tests.deploys.helpers import make_users, unique
 from tests.deploys.trial_support import TrialSide, make_trial_side, use_trial_side
 
 KINDS = ("slower", "faster", "crash", "rejected")
+CHANGE = {"slower": -14.7, "faster": 12.0, "much faster": 30.0}
+PROMOTE_AT = 20.0  # only a "much faster" candidate beats it
 Status = DeployRequest.Status
 MONKEYPATCH: list[pytest.MonkeyPatch] = []
 
@@ -39,24 +42,37 @@ class Trials(RuleBasedStateMachine):
         requester, approver = make_users()
         self.side: TrialSide = make_trial_side(requester, approver, unique("vllm-prod"))
         use_trial_side(MONKEYPATCH[0], self.side)
-        self.pending: list[tuple[Any, str, bool]] = []  # (version, kind, keep)
+        # (version, kind, keep, unit name: "" for its own)
+        self.pending: list[tuple[Any, str, bool, str]] = []
         self.kept: set[str] = set()
         self.seen_units: set[str] = set()
+        self.production_text = self.side.production.unit_text.encode()
+        self.promoted = False  # production's file is a promoted candidate's text
 
     @precondition(lambda self: len(self.pending) < 3)
     @rule(kind=st.sampled_from(KINDS), keep=st.booleans())
     def a_candidate(self, kind: str, keep: bool) -> None:
-        name = unique("vllm-cand")
-        version = self.side.candidate(name)
-        unit = f"{name}.service"
+        self.pending.append((self.side.candidate(unique("vllm-cand")), kind, keep, ""))
+
+    @precondition(lambda self: len(self.pending) < 3)
+    @rule(kind=st.sampled_from((*KINDS, "much faster")), keep=st.booleans())
+    def a_candidate_in_productions_unit(self, kind: str, keep: bool) -> None:
+        version = self.side.candidate(unique("vllm-cand"))
+        self.pending.append((version, kind, keep, self.side.production_unit))
+
+    def _script(self) -> None:
+        """What happens to each pending candidate, by its role ("candidate 2"): a unit
+        name production's and another candidate's share says nothing of which one runs."""
         script = self.side.script
-        if kind == "rejected":
-            script.rejected.add(unit)
-        elif kind == "crash":
-            script.crash.add(unit)
-        else:
-            script.change_pct[unit] = -14.7 if kind == "slower" else 12.0
-        self.pending.append((version, kind, keep))
+        script.rejected, script.crash, script.change_pct = set(), set(), {}
+        for position, (_, kind, _, _) in enumerate(self.pending, start=1):
+            role = f"candidate {position}"
+            if kind == "rejected":
+                script.rejected.add(role)
+            elif kind == "crash":
+                script.crash.add(role)
+            else:
+                script.change_pct[role] = CHANGE[kind]
 
     @precondition(lambda self: bool(self.pending))
     @rule(cancel=st.one_of(st.none(), st.integers(0, 2)))
@@ -64,13 +80,17 @@ class Trials(RuleBasedStateMachine):
         side = side_ = self.side
         script = side.script
         script.cancel_at, script.on_cancel = None, None
+        self._script()
         if cancel is not None and cancel < len(self.pending):
-            unit = f"{self.pending[cancel][0].profile.name}.service"
-            script.cancel_at = (unit, "readiness")
+            script.cancel_at = (f"candidate {cancel + 1}", "readiness")
             script.on_cancel = lambda req: deploy_job_cancel(
                 request=DeployRequest.objects.get(pk=req.pk), user=side_.approver
             )
-        request = side.request(*[Candidate(v, keep=keep) for v, _, keep in self.pending])
+        promote = any(kind == "much faster" for _, kind, _, _ in self.pending)
+        request = side.request(
+            *[Candidate(v, unit_name=name, keep=keep) for v, _, keep, name in self.pending],
+            promote_threshold=PROMOTE_AT if promote else None,
+        )
         done = side.run(request)
         assert done.status in (Status.SUCCEEDED, Status.CANCELLED, Status.FAILED), (
             done.status,
@@ -83,17 +103,23 @@ class Trials(RuleBasedStateMachine):
             ).exists()
             if candidate.keep and pushed:
                 self.kept.add(candidate.unit_name)
+        promoted = done.candidates.filter(outcome=TrialCandidate.Outcome.PROMOTED).first()
+        if promoted is not None:  # only one under production's name beats PROMOTE_AT
+            assert promoted.unit_name == side.production_unit
+            self.production_text = promoted.unit_text.encode()
+            side.production = promoted.profile_version
+            self.promoted = True
         self.pending = []
 
     @invariant()
     def production_runs_alone_as_its_known_text(self) -> None:
         side = self.side
         assert side.active() == {f"{side.production_unit}.service"}
-        assert side.file(side.production_unit) == side.production.unit_text.encode()
+        assert side.file(side.production_unit) == self.production_text
 
     @invariant()
     def candidates_files_are_gone_unless_kept(self) -> None:
-        for unit in self.seen_units:
+        for unit in self.seen_units - {self.side.production_unit}:
             on_disk = self.side.file(unit)
             if unit in self.kept:
                 assert on_disk is not None, unit
@@ -112,6 +138,8 @@ class Trials(RuleBasedStateMachine):
             assert known.seen.sha256 == ("" if on_disk is None else sha256_hex(on_disk)), unit
         production = unit_on_host(host=side.host, unit_name=side.production_unit)
         assert production is not None and side.production in production.text.versions
+        if self.promoted:
+            assert production.text.last_known_good, "a promoted candidate passed the gate"
 
 
 @pytest.mark.django_db(transaction=True)

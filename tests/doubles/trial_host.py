@@ -27,8 +27,9 @@ PRODUCTION_TOK_S = 73.8
 
 @dataclass
 class TrialScript:
-    """What happens to which unit (names with `.service`): rejected by vLLM, crashing
-    while it loads, its change of output tok/s against production in % (negative:
+    """What happens to which unit (names with `.service`, or its role: "candidate 2",
+    "production", for candidates that take production's unit name): rejected by vLLM,
+    crashing while it loads, its change of output tok/s against production in % (negative:
     slower; default -14.7), a cancel asked for during (unit, step) by `on_cancel`, GPUs
     that stay busy after a unit's stop, and production's speed once it is back."""
 
@@ -43,6 +44,16 @@ class TrialScript:
     seen: list[tuple[str, str]] = field(default_factory=list)  # (unit, step) in order
 
 
+def role(ctx: JobContext) -> str:
+    """The unit's role in the trial: "production" or "candidate i"."""
+    position = ctx.trial_position
+    return "production" if not position else f"candidate {position}"
+
+
+def _names(ctx: JobContext) -> set[str]:
+    return {ctx.unit, role(ctx)}
+
+
 class _Doubles:
     def __init__(self, script: TrialScript) -> None:
         self.script = script
@@ -55,7 +66,7 @@ class _Doubles:
         def run(ctx: JobContext, rec: Recorder, *needs: object) -> StepResult:
             self.script.seen.append((ctx.unit, real.name))
             at = self.script.cancel_at
-            if at == (ctx.unit, real.name) and callable(self.script.on_cancel):
+            if at in {(n, real.name) for n in _names(ctx)} and callable(self.script.on_cancel):
                 self.script.on_cancel(ctx.request)
                 if real.name in ("gpu_clean", "journal_check", "readiness"):
                     return StepResult.cancelled(f"cancelled during {real.name}")
@@ -66,7 +77,7 @@ class _Doubles:
         return dataclasses.replace(real, run=run)
 
     def vllm_check(self, ctx: JobContext, rec: Recorder) -> StepResult:
-        if ctx.unit in self.script.rejected:
+        if _names(ctx) & self.script.rejected:
             return StepResult.failed(
                 "vLLM 0.11.0 rejects the unit's speculative config: unknown method 'ngramx'"
             )
@@ -78,7 +89,7 @@ class _Doubles:
         return StepResult.success(active_state="inactive")
 
     def gpu_clean(self, ctx: JobContext, rec: Recorder) -> StepResult:
-        if ctx.unit in self.script.stuck_gpus:
+        if _names(ctx) & self.script.stuck_gpus:
             return StepResult.failed("GPUs 0-7 still hold 70000 MiB after 30 s", rollback=True)
         return StepResult.success(clean=True)
 
@@ -92,7 +103,7 @@ class _Doubles:
         return StepResult.success()
 
     def readiness(self, ctx: JobContext, rec: Recorder) -> StepResult:
-        if ctx.unit in self.script.crash:
+        if _names(ctx) & self.script.crash:
             line = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
             rec.read("offending_lines", [line])
             rec.provide(Watched(cursor="", journal_lines=(line,), healthy=False))
@@ -133,7 +144,7 @@ def scripted_benchmark(script: TrialScript) -> benchmark_hook.BenchmarkStep:
                 else "the reference measured again stayed within 5%",
                 summary=f"production back at {tok_s:.1f} tok/s",
             )
-        change = script.change_pct.get(unit, -14.7)
+        change = script.change_pct.get(role(job.ctx), script.change_pct.get(unit, -14.7))
         tok_s = round(PRODUCTION_TOK_S * (1 + change / 100), 1)
         changes = [
             {
