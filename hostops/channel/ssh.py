@@ -402,8 +402,9 @@ class SSHTransport(Transport):
                 if t.is_active() and isinstance(exc, paramiko.SSHException):
                     if time.monotonic() + delay >= deadline:
                         raise TransportError(
-                            f"{self!r}: the host refused another {what} on this connection "
-                            f"({exc}; sshd MaxSessions reached?)"
+                            f"{self!r}: the host refused another {what} on this connection, "
+                            f"or did not answer in time ({exc}; sshd MaxSessions reached, or "
+                            "the host too busy to answer?)"
                         ) from exc
                     time.sleep(delay)
                     delay = min(delay * 2, 0.5)

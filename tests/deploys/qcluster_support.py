@@ -2,8 +2,13 @@
 django-q2's ORM broker, (b) PostgreSQL + Redis.
 
 Fixtures (offered to the tests through tests/deploys/conftest.py): `qsetup` (parametrized
-over both setups), `start_clusters`, `jobhost`. Helpers `manage` and `python` run Django
-code in subprocesses against the setup's database.
+over both setups), `start_clusters`, `jobhost`. Which scenario runs where, to keep CI within
+its 30 minutes on 2 cores: on both, every request exactly once across workers and the
+seed's trial; on SQLite + ORM (the default install), a worker killed mid-job, the task
+allowlist, a worker killed mid-trial, a rollout aborted mid-batch; on PostgreSQL + Redis
+(scale-out), the pipeline's leftover kill / start failure / rollback / cancel, the seed's
+rollback, a cancel during a trial's readiness, a worker killed mid-rollout. Helpers
+`manage` and `python` run Django code in subprocesses against the setup's database.
 """
 
 from __future__ import annotations

@@ -119,6 +119,8 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(1)
 
 
+# One setup for this scenario (tests/deploys/qcluster_support.py says which runs where).
+@pytest.mark.parametrize("qsetup", ["sqlite_orm"], indirect=True)
 def test_a_worker_killed_mid_job_is_interrupted_and_nothing_reruns_blindly(
     qsetup: Setup,
     jobhost: TestHost,

@@ -108,6 +108,8 @@ def finished(env: dict[str, str], pk: int, timeout: float = 180) -> dict:
         time.sleep(2)
 
 
+# One setup for this scenario (tests/deploys/qcluster_support.py says which runs where).
+@pytest.mark.parametrize("qsetup", ["postgres_redis"], indirect=True)
 def test_leftover_kill_engine_start_failure_rollback_and_cancel_through_workers(
     qsetup: Setup,
     jobhost: TestHost,

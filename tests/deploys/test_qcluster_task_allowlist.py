@@ -106,6 +106,8 @@ def count(setup: Setup, sql: str) -> int:
         return db.execute(sql).fetchone()[0]
 
 
+# One setup for this scenario (tests/deploys/qcluster_support.py says which runs where).
+@pytest.mark.parametrize("qsetup", ["sqlite_orm"], indirect=True)
 def test_hostile_schedules_and_queued_tasks_never_run_and_are_audited(
     qsetup: Setup,
     start_clusters: Callable[[Setup, int], list[subprocess.Popen]],

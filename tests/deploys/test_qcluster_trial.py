@@ -271,7 +271,10 @@ def test_the_seeds_trial_through_workers_gates_ngram_slower_and_puts_production_
     assert trial["status"] == "succeeded", trial["reason"]
     crash, ngram = trial["candidates"]
     assert crash["outcome"] == "failed", crash
-    assert crash["figures"]["evidence"]["step"] == "journal_check", crash["figures"]
+    # A crash half a second into the load falls in the journal check's window, or, where a
+    # loaded machine starts the double more slowly than that window, in readiness: either
+    # step records it with the journal's lines.
+    assert crash["figures"]["evidence"]["step"] in ("journal_check", "readiness"), crash["figures"]
     assert any("CUDA out of memory" in line for line in crash["figures"]["evidence"]["lines"])
     assert ngram["outcome"] == "slower", ngram
     assert ngram["figures"]["baseline_run"] == trial["baseline"]["run"]

@@ -271,6 +271,8 @@ def finished(setup: Setup, pk: int, timeout: float = 240) -> dict[str, Any]:
 
 
 @pytest.mark.qcluster
+# One setup for this scenario (tests/deploys/qcluster_support.py says which runs where).
+@pytest.mark.parametrize("qsetup", ["postgres_redis"], indirect=True)
 def test_through_real_workers_the_ngram_variant_is_rolled_back_to_the_accepted_baseline(
     qsetup: Setup,  # noqa: F811 (fixture)
     seedhost: TestHost,
