@@ -39,6 +39,7 @@ from audit.models import AuditEvent, AuditKind
 from deploys.connect import transport_for
 from deploys.jobs import benchmark as bench_hook
 from deploys.jobs import pipelines, runner
+from deploys.jobs.benchmark import BenchmarkJob
 from deploys.jobs.steps import StepResult
 from deploys.models import DeployRequest, Host
 from deploys.running import rollback_choices
@@ -484,12 +485,12 @@ class SshHostSide(LocalSide):
     def arm(self, fault: str, cancel_at: str = "", on_cancel: Any = None) -> None:
         self.fault, self.on_cancel = fault, on_cancel
 
-    def _benchmark(self, ctx: Any) -> StepResult:
+    def _benchmark(self, job: BenchmarkJob) -> StepResult:
         fault, self.fault = self.fault, ""
         if fault == "regress":
             return StepResult.regressed("14.8% slower than the baseline", output_tok_s=61.2)
         if fault == "cancel" and callable(self.on_cancel):
-            self.on_cancel(ctx.request)
+            self.on_cancel(job.ctx.request)
             return StepResult.cancelled("cancelled during benchmark")
         return StepResult.skipped("no baseline on this host yet")
 
