@@ -307,7 +307,7 @@ def push(ctx: JobContext, rec: Recorder) -> StepResult:
         result = exc.result
         problems = str(exc)
     rec.provide(Pushed(result, problems))
-    pushed_unit = _record_push(ctx, result)
+    pushed_unit = record_push(ctx, result)
     if result.recovered:
         rec.log(result.recovered)
     rec.log(
@@ -328,8 +328,9 @@ def push(ctx: JobContext, rec: Recorder) -> StepResult:
     )
 
 
-def _record_push(ctx: JobContext, result: PushResult) -> PushedUnit:
-    """The pushed text and what it replaced, in the database and the audit chain at once."""
+def record_push(ctx: JobContext, result: PushResult, reason: str = "") -> PushedUnit:
+    """The pushed text and what it replaced, in the database and the audit chain at once;
+    `reason` says why where the push is not the request's own (a trial's write-back)."""
     request = ctx.request
     previous = result.previous.decode("utf-8", errors="replace") if result.previous else ""
     with transaction.atomic():
@@ -356,6 +357,7 @@ def _record_push(ctx: JobContext, result: PushResult) -> PushedUnit:
                 "backup_path": result.backup_path or "",
                 "changed": result.changed,
                 **({"recovered": clip_text(result.recovered)} if result.recovered else {}),
+                **({"reason": reason} if reason else {}),
             },
             host_name=ctx.host.name,
             profile_name=request.profile_version.profile.name,
@@ -398,4 +400,5 @@ __all__ = [
     "daemon_reload",
     "preflight",
     "push",
+    "record_push",
 ]

@@ -12,54 +12,15 @@ approval approved: no second approval. Recorded like every write of a unit file:
 
 from __future__ import annotations
 
-from django.db import transaction
-
-from audit.models import AuditKind
-from audit.services import record
 from deploys.jobs.context import JobContext
 from deploys.jobs.recorder import Recorder
-from deploys.jobs.steps import StepResult
-from deploys.models import PushedUnit
+from deploys.jobs.steps import StepResult, record_push
 from deploys.running import record_read
 from hostops.channel import TransportError, UnitPushError, push_unit
-from hostops.channel.push import PushResult, sha256_hex, verify_problems
+from hostops.channel.push import sha256_hex, verify_problems
 
 REASON = "production's text back after a trial candidate that took its unit name"
 LOADED = ("LoadState", "FragmentPath", "NeedDaemonReload", "LoadError")
-
-
-def _record(ctx: JobContext, result: PushResult) -> PushedUnit:
-    request = ctx.request
-    previous = result.previous.decode("utf-8", errors="replace") if result.previous else ""
-    with transaction.atomic():
-        pushed = PushedUnit.objects.create(
-            host=ctx.host,
-            unit_name=request.unit_name,
-            request=request,
-            text=request.unit_text,
-            sha256=result.sha256,
-            previous_text=previous,
-            previous_sha256=result.previous_sha256 or "",
-            backup_path=result.backup_path or "",
-        )
-        record(
-            kind=AuditKind.UNIT_PUSHED,
-            actor=None,
-            obj=pushed,
-            payload={
-                "request": request.pk,
-                "unit": ctx.unit,
-                "path": result.path,
-                "sha256": result.sha256,
-                "previous_sha256": result.previous_sha256 or "",
-                "backup_path": result.backup_path or "",
-                "changed": result.changed,
-                "reason": REASON,
-            },
-            host_name=ctx.host.name,
-            profile_name=request.profile_version.profile.name,
-        )
-    return pushed
 
 
 def production_text_back(ctx: JobContext, rec: Recorder) -> StepResult:
@@ -86,7 +47,7 @@ def production_text_back(ctx: JobContext, rec: Recorder) -> StepResult:
                 unit_dir=ctx.unit_dir,
                 expected_previous_sha256=before_sha,
             )
-            _record(ctx, result)
+            record_push(ctx, result, REASON)
             rec.log(
                 f"wrote production's approved text into {ctx.path} (sha256 {result.sha256}), "
                 f"replacing sha256 {before_sha or 'absent'}; systemd reloaded"
