@@ -49,6 +49,14 @@ def production_profiles(host: Host | None) -> list[Any]:
     return list(found.values())
 
 
+RUN_AS_OWN = "own"
+RUN_AS_PRODUCTION = "production"
+RUN_AS_CHOICES = [
+    (RUN_AS_OWN, "Each as its own unit (its profile's name), beside production's file"),
+    (RUN_AS_PRODUCTION, "In production's own unit file, under production's name"),
+]
+
+
 class TrialForm(forms.Form):
     host = HostChoiceField(queryset=Host.objects.none(), help_text="Hosts with a pinned key")
     production_unit = forms.ChoiceField(
@@ -59,9 +67,18 @@ class TrialForm(forms.Form):
     candidates = CandidateChoiceField(
         queryset=ProfileVersion.objects.none(),
         label="Candidates",
-        help_text=f"Tried one by one, in this list's order; at most {MAX_CANDIDATES}. Each "
-        "runs as its profile's unit name.",
+        help_text=f"Tried one by one, in this list's order; at most {MAX_CANDIDATES}.",
         widget=forms.CheckboxSelectMultiple,
+    )
+    run_as = forms.ChoiceField(
+        label="The candidates run",
+        choices=RUN_AS_CHOICES,
+        initial=RUN_AS_OWN,
+        required=False,
+        widget=forms.RadioSelect,
+        help_text="In production's file, production's approved text is written back after "
+        "each candidate and read back (sha256) before production starts again "
+        "(docs/trials.md).",
     )
     keep = forms.BooleanField(
         required=False, label="Keep the candidates' unit files on the host (stopped)"
@@ -87,5 +104,21 @@ class TrialForm(forms.Form):
         self.no_production = host is not None and not choices
         self.production_profiles = production_profiles(host)
 
+    def clean_run_as(self) -> str:
+        return self.cleaned_data.get("run_as") or RUN_AS_OWN
 
-__all__ = ["TrialForm", "candidate_versions", "production_choices", "production_profiles"]
+    def candidate_unit_name(self) -> str:
+        """The unit name every candidate runs as: production's, or '' (its profile's)."""
+        if self.cleaned_data.get("run_as") == RUN_AS_PRODUCTION:
+            return str(self.cleaned_data.get("production_unit") or "")
+        return ""
+
+
+__all__ = [
+    "RUN_AS_OWN",
+    "RUN_AS_PRODUCTION",
+    "TrialForm",
+    "candidate_versions",
+    "production_choices",
+    "production_profiles",
+]

@@ -63,7 +63,9 @@ def trial_new(request: HttpRequest) -> HttpResponse:
         try:
             created = trial_request_create(
                 host=data["host"],
-                candidates=[Candidate(v) for v in data["candidates"]],
+                candidates=[
+                    Candidate(v, unit_name=form.candidate_unit_name()) for v in data["candidates"]
+                ],
                 requested_by=request.user,
                 production_unit=data["production_unit"],
                 promote_threshold=data["promote_threshold"],

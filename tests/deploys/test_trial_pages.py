@@ -44,6 +44,50 @@ def test_the_form_requests_a_trial_of_the_ticked_versions_in_place_of_production
     assert [c.unit_name for c in trial.candidates.all()] == [NGRAM]
 
 
+def test_the_form_can_run_the_candidates_in_productions_own_unit_file(
+    trial_side: TrialSide,
+) -> None:
+    """The seed's experiment: the n-gram unit *in place of* production, under its name."""
+    candidate = trial_side.candidate(NGRAM)
+    olga = client_for(trial_side.requester)
+    url = reverse("deploys:trial_new") + f"?host={trial_side.host.pk}"
+    html = olga.get(url).content.decode()
+    assert "In production&#x27;s own unit file" in html
+    sent = olga.post(
+        url,
+        {
+            "host": trial_side.host.pk,
+            "production_unit": PRODUCTION,
+            "candidates": [candidate.pk],
+            "run_as": "production",
+            "acknowledge_warnings": "on",
+        },
+    )
+    assert sent.status_code == 302, sent.content.decode()[:2000]
+    trial = DeployRequest.objects.get(kind=DeployRequest.Kind.TRIAL)
+    assert [c.unit_name for c in trial.candidates.all()] == [PRODUCTION]
+
+
+def test_the_form_refuses_an_unknown_way_to_run_the_candidates_on_its_field(
+    trial_side: TrialSide,
+) -> None:
+    candidate = trial_side.candidate(NGRAM)
+    url = reverse("deploys:trial_new") + f"?host={trial_side.host.pk}"
+    page = client_for(trial_side.requester).post(
+        url,
+        {
+            "host": trial_side.host.pk,
+            "production_unit": PRODUCTION,
+            "candidates": [candidate.pk],
+            "run_as": "somewhere-else",
+            "acknowledge_warnings": "on",
+        },
+    )
+    assert page.status_code == 200
+    assert "Select a valid choice" in page.content.decode()
+    assert not DeployRequest.objects.filter(kind=DeployRequest.Kind.TRIAL).exists()
+
+
 def test_the_approver_sees_each_candidates_sha256_the_order_and_the_end(
     trial_side: TrialSide,
 ) -> None:
