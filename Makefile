@@ -34,7 +34,8 @@ run: migrate
 	$(BIN)/python manage.py loaddemo --skip-if-real-users
 	./scripts/run-server.sh $(HOST) $(PORT)
 
-# The database-backed suites run again on PostgreSQL + Redis. Left empty, both are
+# The database-backed suites run again on PostgreSQL + Redis (only their tests that use the
+# database: the others would repeat the SQLite run exactly). Left empty, both are
 # throwaway servers of this run (scripts/with-test-services.sh); set them to use your own
 # (e.g. PG_URL=postgres://postgres@127.0.0.1:5432/specadmin_me REDIS_TEST_URL=redis://…/7).
 PG_URL ?=
@@ -65,7 +66,7 @@ test-suites:
 
 test-suites-postgres:
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/python -m pytest -n 2 \
-	  -m "not testhost and not browser and not qcluster and not slow" \
+	  -m "not testhost and not browser and not qcluster and not slow" --only-database-tests \
 	  $(PG_TEST_PATHS) $(PYTEST_ARGS)
 
 # The README's set-up on a pristine Debian 12 root (scripts/fresh-machine-check.sh; the root

@@ -34,3 +34,43 @@ def _audit_checkpoints_per_test(request: pytest.FixtureRequest, tmp_path) -> Non
     settings = request.getfixturevalue("settings")
     settings.AUDIT_CHECKPOINT_FILE = str(tmp_path / "audit-checkpoints.jsonl")
     settings.AUDIT_WITNESS_FILE = str(tmp_path / "audit-witness.jsonl")
+
+
+# pytest-django's fixtures that give a test the database (its `django_db` mark asks for one
+# of them too).
+DATABASE_FIXTURES = frozenset(
+    {
+        "db",
+        "transactional_db",
+        "django_db_reset_sequences",
+        "django_db_serialized_rollback",
+        "live_server",
+    }
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--only-database-tests",
+        action="store_true",
+        help="Deselect tests that use no database: the PostgreSQL run (make "
+        "test-suites-postgres) would repeat the SQLite run of those exactly.",
+    )
+
+
+def uses_database(item: pytest.Item) -> bool:
+    """Whether a test gets the database: a `django_db` mark or a database fixture anywhere
+    in its fixture closure (`item.fixturenames` holds the whole closure)."""
+    if item.get_closest_marker("django_db") is not None:
+        return True
+    return bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--only-database-tests"):
+        return
+    kept = [item for item in items if uses_database(item)]
+    dropped = [item for item in items if not uses_database(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

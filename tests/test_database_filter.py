@@ -1,0 +1,65 @@
+"""`--only-database-tests` (the PostgreSQL run's filter, tests/conftest.py) keeps exactly
+the tests that reach the database, through their mark or any fixture in their closure."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import pytest_collection_modifyitems, uses_database
+
+
+class FakeItem:
+    def __init__(self, fixturenames: list[str], marked: bool = False) -> None:
+        self.fixturenames = fixturenames
+        self.marked = marked
+
+    def get_closest_marker(self, name: str) -> object | None:
+        return object() if self.marked and name == "django_db" else None
+
+
+@pytest.mark.parametrize(
+    ("fixtures", "marked", "expected"),
+    [
+        (["tmp_path", "settings"], False, False),
+        ([], True, True),
+        (["trial_side", "db"], False, True),
+        (["seed", "transactional_db"], False, True),
+        (["live_server"], False, True),
+    ],
+)
+def test_a_test_uses_the_database_through_its_mark_or_a_database_fixture_in_its_closure(
+    fixtures: list[str], marked: bool, expected: bool
+) -> None:
+    assert uses_database(FakeItem(fixtures, marked)) is expected  # type: ignore[arg-type]
+
+
+class FakeHook:
+    def __init__(self) -> None:
+        self.deselected: list[object] = []
+
+    def pytest_deselected(self, items: list[object]) -> None:
+        self.deselected.extend(items)
+
+
+class FakeConfig:
+    def __init__(self, only_database: bool) -> None:
+        self.only_database = only_database
+        self.hook = FakeHook()
+
+    def getoption(self, name: str) -> bool:
+        assert name == "--only-database-tests"
+        return self.only_database
+
+
+@pytest.mark.parametrize("only_database", [True, False])
+def test_the_option_deselects_only_the_tests_without_a_database(only_database: bool) -> None:
+    pure, marked, fixture = FakeItem(["tmp_path"]), FakeItem([], True), FakeItem(["db"])
+    items = [pure, marked, fixture]
+    config = FakeConfig(only_database)
+    pytest_collection_modifyitems(config, items)  # type: ignore[arg-type]
+    if only_database:
+        assert items == [marked, fixture]
+        assert config.hook.deselected == [pure], "reported as deselected, not lost"
+    else:
+        assert items == [pure, marked, fixture]
+        assert config.hook.deselected == []
