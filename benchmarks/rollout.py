@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import secrets
 import statistics
@@ -41,16 +40,12 @@ from tests.deploys.qcluster_support import (  # noqa: E402
     PG_ADMIN_URL,
     REDIS_BASE_URL,
     base_env,
+    claim_redis_db,
     manage,
     python,
 )
 from tests.fleet.rollout_support import FIRST, wait_ended  # noqa: E402
 from tests.testhost.host import boot_hosts  # noqa: E402
-
-REDIS_LOCK = "/tmp/specadmin-qcluster-redis.lock"
-# Not the qcluster tests' database (14): a test's cluster left running would take this
-# run's tasks off the shared list and run them against its own database.
-REDIS_DB = 12
 
 
 def _cluster(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -97,11 +92,10 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=3)
     args = p.parse_args()
     name = f"specadmin_rollout_{secrets.token_hex(4)}"
-    # One user of the tests' Redis database at a time on this machine: the qcluster tests'
-    # lock (tests/deploys/qcluster_support.py), held until the end.
-    lock = open(REDIS_LOCK, "w")  # noqa: SIM115
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    queue = redis.Redis.from_url(f"{REDIS_BASE_URL}/{REDIS_DB}")
+    # A Redis database no test or other run uses, held until the end
+    # (tests/deploys/qcluster_support.py).
+    redis_db, lock = claim_redis_db()
+    queue = redis.Redis.from_url(f"{REDIS_BASE_URL}/{redis_db}")
     queue.flushdb()
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
@@ -109,7 +103,7 @@ def main() -> int:
     env = {
         **base_env(),
         "DATABASE_URL": PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}",
-        "REDIS_URL": f"{REDIS_BASE_URL}/{REDIS_DB}",
+        "REDIS_URL": f"{REDIS_BASE_URL}/{redis_db}",
         "AUDIT_CHECKPOINT_FILE": str(work / "checkpoints.jsonl"),
         "AUDIT_WITNESS_FILE": str(work / "witness.jsonl"),
         "Q_WORKERS": str(args.workers),

@@ -51,7 +51,7 @@ from benchmarks.clusters import stop_cluster  # noqa: E402  (after the path inse
 
 PERIOD_S = 30
 TICK_S = 1.0
-REDIS_LOCK = "/tmp/specadmin-qcluster-redis.lock"  # the qcluster tests' lock (Redis use)
+REDIS_LOCK = "/tmp/specadmin-qcluster-redis-13.lock"  # its default database's (REDIS_DBS)
 
 
 # -- inside the cluster -----------------------------------------------------------------

@@ -26,12 +26,13 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import psycopg
 import pytest
 import redis
 
+from tests.deploys.django_scripts import run_script, stop_runners
 from tests.testhost.host import TestHost
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +40,11 @@ PG_ADMIN_URL = os.environ.get(
     "QCLUSTER_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
 REDIS_BASE_URL = os.environ.get("QCLUSTER_REDIS_URL", "redis://127.0.0.1:6379")
-REDIS_DB = 14  # Makefile's test-postgres uses 15
+# Each test that starts workers on Redis claims one of these databases for itself (one
+# lock file each), so two xdist workers or two runs never share one, and neither waits for
+# the other (benchmarks/rollout.py claims one too); 12 to 15 are left free (13: the watchdog
+# benchmark's default).
+REDIS_DBS = range(1, 12)
 PIPELINE = [
     "host_lock",
     "preflight",
@@ -85,16 +90,9 @@ def manage(env: dict[str, str], *args: str, timeout: float = 120) -> str:
 
 
 def python(env: dict[str, str], script: str, *args: str) -> Any:
-    done = subprocess.run(
-        [sys.executable, "-c", script, *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """The JSON on the last line `script` printed, run against `env`'s database in a
+    Django process kept for it (tests.deploys.django_scripts says why)."""
+    return json.loads(run_script(env, script, *args).strip().splitlines()[-1])
 
 
 def base_env() -> dict[str, str]:
@@ -136,15 +134,31 @@ def sqlite_orm(tmp_path: Path) -> Iterator[Setup]:
             return db.execute(UNFINISHED).fetchone()[0]
 
     yield Setup("sqlite+orm", env, count_tasks, count_unfinished)
+    stop_runners(env["DATABASE_URL"])
+
+
+def claim_redis_db(timeout: float = 1800) -> tuple[int, IO[str]]:
+    """A Redis database of `REDIS_DBS` no other test or run holds, and its held lock (closing
+    the file releases it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for number in REDIS_DBS:
+            lock_file = open(f"/tmp/specadmin-qcluster-redis-{number}.lock", "w")  # noqa: SIM115
+            try:
+                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock_file.close()
+                continue
+            return number, lock_file
+        assert time.monotonic() < deadline, f"every Redis database of {REDIS_DBS} stayed taken"
+        time.sleep(0.5)
 
 
 @pytest.fixture
 def postgres_redis(tmp_path: Path) -> Iterator[Setup]:
-    # One Redis database for this test at a time on this machine (xdist, parallel runs).
-    lock_file = open("/tmp/specadmin-qcluster-redis.lock", "w")  # noqa: SIM115
-    fcntl.flock(lock_file, fcntl.LOCK_EX)
+    redis_db, lock_file = claim_redis_db()
     name = f"specadmin_qc_{secrets.token_hex(4)}"
-    queue = redis.Redis.from_url(f"{REDIS_BASE_URL}/{REDIS_DB}")
+    queue = redis.Redis.from_url(f"{REDIS_BASE_URL}/{redis_db}")
     try:
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f'CREATE DATABASE "{name}"')
@@ -157,7 +171,7 @@ def postgres_redis(tmp_path: Path) -> Iterator[Setup]:
         env = {
             **base_env(),
             "DATABASE_URL": url,
-            "REDIS_URL": f"{REDIS_BASE_URL}/{REDIS_DB}",
+            "REDIS_URL": f"{REDIS_BASE_URL}/{redis_db}",
             "AUDIT_CHECKPOINT_FILE": str(tmp_path / "audit-checkpoints.jsonl"),
             "AUDIT_WITNESS_FILE": str(tmp_path / "audit-witness.jsonl"),
         }
@@ -173,6 +187,7 @@ def postgres_redis(tmp_path: Path) -> Iterator[Setup]:
 
         yield Setup("postgres+redis", env, count_tasks, count_unfinished)
     finally:
+        stop_runners(PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}")
         queue.flushdb()
         queue.close()
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:

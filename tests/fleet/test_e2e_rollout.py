@@ -20,7 +20,6 @@ import subprocess
 from collections.abc import Callable, Iterator
 
 import pytest
-import redis
 
 from tests.deploys.conftest import (  # noqa: F401 (fixtures)
     postgres_redis,
@@ -28,7 +27,7 @@ from tests.deploys.conftest import (  # noqa: F401 (fixtures)
     start_clusters,
 )
 from tests.deploys.helpers import UNIT_DIR
-from tests.deploys.qcluster_support import REDIS_BASE_URL, Setup, manage, python
+from tests.deploys.qcluster_support import Setup, manage, python
 from tests.deploys.test_qcluster_trial import HOUSEKEEPING, wait_until, worker_connected_to
 from tests.fleet.rollout_support import (
     ABORT,
@@ -46,7 +45,6 @@ from tests.testhost.host import TestHost, boot_hosts
 from tests.testhost.pytest_plugin import unavailable_reason
 
 pytestmark = [pytest.mark.qcluster, pytest.mark.testhost]
-FLEET_REDIS_DB = 13
 
 
 @pytest.fixture(scope="module")
@@ -67,16 +65,7 @@ def test_a_clean_rollout_then_a_canary_regression_halts_before_the_other_hosts(
     fleet_hosts: list[TestHost],
     start_clusters: Callable[[Setup, int], list[subprocess.Popen]],  # noqa: F811 (fixture)
 ) -> None:
-    # A Redis database of its own: a cluster some other run left on the qcluster tests'
-    # database would take this test's tasks off the shared list.
-    queue = redis.Redis.from_url(f"{REDIS_BASE_URL}/{FLEET_REDIS_DB}")
-    queue.flushdb()
-    env = {
-        **postgres_redis.env,
-        "Q_WORKERS": "3",
-        "REDIS_URL": f"{REDIS_BASE_URL}/{FLEET_REDIS_DB}",
-    }
-    postgres_redis.env = env
+    env = postgres_redis.env = {**postgres_redis.env, "Q_WORKERS": "3"}
     [cluster] = start_clusters(postgres_redis, 1)
     made = python(env, FIRST, json.dumps([h.to_json() for h in fleet_hosts]), "1", "2", "0")
     first = wait_ended(env, made["rollout"])
@@ -204,12 +193,9 @@ def test_a_worker_killed_mid_batch_leaves_the_rollout_interrupted_saying_what_ru
     quiet_hosts: list[TestHost],
     start_clusters: Callable[[Setup, int], list[subprocess.Popen]],  # noqa: F811 (fixture)
 ) -> None:
-    queue = redis.Redis.from_url(f"{REDIS_BASE_URL}/{FLEET_REDIS_DB}")
-    queue.flushdb()
     env = postgres_redis.env = {
         **postgres_redis.env,
         "Q_WORKERS": "3",
-        "REDIS_URL": f"{REDIS_BASE_URL}/{FLEET_REDIS_DB}",
         "DEPLOY_LOCK_WAIT_S": "60",
         "DEPLOY_LOCK_LEASE_S": "4",
     }
