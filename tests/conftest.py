@@ -66,7 +66,16 @@ def uses_database(item: pytest.Item) -> bool:
     return bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
+def heavy_modules_first(items: list[pytest.Item]) -> None:
+    """Modules with a real-worker (`qcluster`) test move to the front, each kept whole (its
+    module-scoped hosts boot once) and in its order: xdist hands them out first, so the
+    slowest tests (minutes each) do not start last while the other worker runs dry."""
+    heavy = {item.module for item in items if item.get_closest_marker("qcluster") is not None}
+    items.sort(key=lambda item: item.module not in heavy)  # stable: False (heavy) first
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    heavy_modules_first(items)
     if not config.getoption("--only-database-tests"):
         return
     kept = [item for item in items if uses_database(item)]

@@ -1,5 +1,6 @@
-"""`--only-database-tests` (the PostgreSQL run's filter, tests/conftest.py) keeps exactly
-the tests that reach the database, through their mark or any fixture in their closure."""
+"""tests/conftest.py's collection hook: `--only-database-tests` (the PostgreSQL run's
+filter) keeps exactly the tests that reach the database, through their mark or any fixture
+in their closure; modules with real-worker tests run first."""
 
 from __future__ import annotations
 
@@ -9,11 +10,17 @@ from tests.conftest import pytest_collection_modifyitems, uses_database
 
 
 class FakeItem:
-    def __init__(self, fixturenames: list[str], marked: bool = False) -> None:
+    def __init__(
+        self, fixturenames: list[str], marked: bool = False, module: str = "m", heavy: bool = False
+    ) -> None:
         self.fixturenames = fixturenames
         self.marked = marked
+        self.module = module
+        self.heavy = heavy
 
     def get_closest_marker(self, name: str) -> object | None:
+        if name == "qcluster":
+            return object() if self.heavy else None
         return object() if self.marked and name == "django_db" else None
 
 
@@ -63,3 +70,12 @@ def test_the_option_deselects_only_the_tests_without_a_database(only_database: b
     else:
         assert items == [pure, marked, fixture]
         assert config.hook.deselected == []
+
+
+def test_modules_with_a_real_worker_test_come_first_whole_and_in_their_order() -> None:
+    a1, a2 = FakeItem([], module="a"), FakeItem([], module="a")
+    b1, b2 = FakeItem([], module="b"), FakeItem([], module="b", heavy=True)
+    c1 = FakeItem([], module="c", heavy=True)
+    items = [a1, a2, b1, b2, c1]
+    pytest_collection_modifyitems(FakeConfig(False), items)  # type: ignore[arg-type]
+    assert items == [b1, b2, c1, a1, a2]
