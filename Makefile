@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: vendor-static run test test-postgres test-suites test-suites-postgres test-slow testhost-257 fresh-check lint format deps debian-deps migrate bench clean
+.PHONY: vendor-static run test test-postgres test-suites test-suites-sqlite test-suites-postgres test-slow testhost-257 fresh-check lint format deps debian-deps migrate bench clean
 
 # Debian packages first: pystemd builds against libsystemd-dev (order-only, so a
 # warm machine's stamp stays valid).
@@ -59,13 +59,17 @@ test: deps
 test-postgres: deps
 	$(call WITH_SERVICES,test-suites-postgres)
 
-# The two pytest runs, inside WITH_SERVICES.
+# The two pytest runs, inside WITH_SERVICES, at once (scripts/both-test-runs.sh says why).
+PG_WORKERS ?= 2
 test-suites:
+	./scripts/both-test-runs.sh PG_URL="$(PG_URL)" REDIS_TEST_URL="$(REDIS_TEST_URL)" \
+	  TEST_PATHS="$(TEST_PATHS)" PG_TEST_PATHS="$(PG_TEST_PATHS)" PYTEST_ARGS="$(PYTEST_ARGS)"
+
+test-suites-sqlite:
 	$(BIN)/python -m pytest -n 2 $(TEST_PATHS) $(PYTEST_ARGS)
-	$(MAKE) --no-print-directory test-suites-postgres
 
 test-suites-postgres:
-	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/python -m pytest -n 2 \
+	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/python -m pytest -n $(PG_WORKERS) \
 	  -m "not testhost and not browser and not qcluster and not slow" --only-database-tests \
 	  $(PG_TEST_PATHS) $(PYTEST_ARGS)
 
