@@ -66,12 +66,36 @@ def uses_database(item: pytest.Item) -> bool:
     return bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
+# Fixtures that give a test a database flushed after it instead of rolled back.
+FLUSHED_DATABASE_FIXTURES = frozenset(
+    {"transactional_db", "live_server", "django_db_reset_sequences"}
+)
+
+
+def rolled_back_database_test(item: pytest.Item) -> bool:
+    """Whether a test's database work is rolled back after it (pytest-django's `db`), not
+    flushed: a flush also deletes what data migrations wrote (the housekeeping schedules,
+    the role groups), so these run before every flushed test, the order Django's own runner
+    keeps (https://docs.djangoproject.com/en/5.2/topics/testing/overview/#order-in-which-tests-are-executed)."""
+    if not uses_database(item):
+        return False
+    mark = item.get_closest_marker("django_db")
+    if mark is not None:
+        transaction = mark.kwargs.get("transaction", mark.args[0] if mark.args else False)
+        reset = mark.kwargs.get("reset_sequences", mark.args[1] if len(mark.args) > 1 else False)
+        if transaction or reset:
+            return False
+    return not FLUSHED_DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+
+
 def heavy_modules_first(items: list[pytest.Item]) -> None:
-    """Modules with a real-worker (`qcluster`) test move to the front, each kept whole (its
-    module-scoped hosts boot once) and in its order: xdist hands them out first, so the
+    """After the rolled-back database tests (which must come before any flush), modules with
+    a real-worker (`qcluster`) test move to the front, each module's tests together (its
+    module-scoped hosts boot once) and in their order: xdist hands them out early, so the
     slowest tests (minutes each) do not start last while the other worker runs dry."""
     heavy = {item.module for item in items if item.get_closest_marker("qcluster") is not None}
-    items.sort(key=lambda item: item.module not in heavy)  # stable: False (heavy) first
+    # Stable sort: rolled-back tests first, then heavy modules, each group in its order.
+    items.sort(key=lambda item: (not rolled_back_database_test(item), item.module not in heavy))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
