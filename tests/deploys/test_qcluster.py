@@ -108,8 +108,11 @@ def test_every_request_runs_exactly_once_across_workers(
     start → journal → healthy → done, audit chain verified) and one job per host at a
     time: five requests for one host, every one delivered twice, on three clusters."""
     started = time.monotonic()
-    clusters = start_clusters(qsetup, CLUSTERS)
+    # The requests (each reads the unit on the host) are made and queued before the three
+    # clusters boot: their Django start-ups at once fill both cores, and the test host's
+    # sshd then once took over 10 s to open an SFTP channel (CI, two pytest runs at once).
     made = python(qsetup.env, SETUP, json.dumps(jobhost.to_json()), str(REQUESTS))
+    clusters = start_clusters(qsetup, CLUSTERS)
     expected_tasks = 2 * REQUESTS + 1
 
     # Every delivery ends as a task row; a duplicate of a job still running ends at once,
