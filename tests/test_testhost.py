@@ -75,6 +75,19 @@ def test_booted_host_answers_over_ssh_with_running_systemd(testhost: TestHost) -
     assert testhost.ssh(["id", "-u"]).stdout.strip() == "0"
 
 
+def test_root_lingers_so_a_login_never_starts_or_waits_for_its_user_manager(
+    testhost: TestHost,
+) -> None:
+    """tests/testhost/README.md: without lingering, a login more than 10 s after the last
+    one starts user@0.service inside sshd's session set-up and waits for it."""
+    linger = testhost.ssh(["loginctl", "show-user", "root", "--property=Linger", "--value"])
+    assert linger.stdout.strip() == "yes", linger
+    testhost.ssh(["true"], check=True)
+    assert testhost.ssh(["systemctl", "is-active", "user@0.service"]).stdout.strip() == "active"
+    starts = testhost.journal("user@0.service").count("Started user@0.service")
+    assert starts == 1, "started once, at boot, whatever the logins since"
+
+
 def test_pinned_host_key_is_accepted_and_a_different_key_refused(
     testhost: TestHost, tmp_path: Path
 ) -> None:

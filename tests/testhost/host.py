@@ -641,6 +641,14 @@ def _prepare(
     (root / "etc/hostname").write_text(name + "\n")
     # Distinct machine ids, as distinct hosts have (the lower root's would be shared).
     (root / "etc/machine-id").write_text(os.urandom(16).hex() + "\n")
+    # root lingers (loginctl enable-linger: a file named after the user, logind(8)): its
+    # user manager starts once at boot and stays. Otherwise every SSH login that comes more
+    # than UserStopDelaySec (10 s, logind.conf(5)) after the last one starts user@0.service
+    # inside sshd's PAM session set-up (pam_systemd waits for it), and a login during its
+    # stop waits for the stop (tests/testhost/README.md).
+    linger = root / "var/lib/systemd/linger"
+    linger.mkdir(parents=True, exist_ok=True)
+    (linger / "root").touch()
 
     argv = [
         "systemd-nspawn",
