@@ -17,7 +17,14 @@ from deploys.services.trial_requests import Candidate, trial_request_create
 from hostops.channel.ssh import SSHTransport
 from perf.models import BenchPolicy
 from tests.deploys.conftest import transport_for
-from tests.deploys.helpers import UNIT_DIR, double_profile, make_host, make_users, service_port
+from tests.deploys.helpers import (
+    QUICK_BENCH_POLICY,
+    UNIT_DIR,
+    double_profile,
+    make_host,
+    make_users,
+    service_port,
+)
 from tests.testhost.host import TestHost
 from units.models import ProfileVersion
 from units.services import profile_create
@@ -28,14 +35,7 @@ CANDIDATES = {
     "ngram-k3": {"spec_method": "ngram", "spec_num_tokens": 3, "spec_prompt_lookup_max": 4},
     "ngram-k8": {"spec_method": "ngram", "spec_num_tokens": 8, "spec_prompt_lookup_max": 4},
 }
-POLICY = {
-    "concurrency": [1],
-    "num_requests": 4,
-    "max_tokens": 32,
-    "repeats": 2,
-    "prompts": "chat",
-    "noisy_budget_s": 0,
-}
+POLICY = QUICK_BENCH_POLICY
 # The parts of a candidate's turn that are its own, not the pipeline's: its stop, its load
 # (readiness waits for it) and its benchmark.
 OWN_STEPS = ("stop", "readiness", "candidate_benchmark")

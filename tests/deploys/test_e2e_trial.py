@@ -28,7 +28,14 @@ from deploys.services.deploy_requests import deploy_request_approve
 from deploys.services.trial_requests import Candidate, trial_request_create
 from perf.models import Baseline, BenchPolicy
 from tests.deploys.conftest import module_testhost  # noqa: F401 (fixture)
-from tests.deploys.helpers import UNIT_DIR, double_profile, make_host, make_users, service_port
+from tests.deploys.helpers import (
+    QUICK_BENCH_POLICY,
+    UNIT_DIR,
+    double_profile,
+    make_host,
+    make_users,
+    service_port,
+)
 from tests.testhost.host import TestHost
 from units.models import ProfileVersion
 from units.services import profile_create
@@ -43,14 +50,7 @@ NGRAM_FLAG = (
     """--speculative-config '{"method": "ngram", "num_speculative_tokens": 5, """
     """"prompt_lookup_max": 4}'"""
 )
-POLICY = {
-    "concurrency": [1],
-    "num_requests": 4,
-    "max_tokens": 32,
-    "repeats": 2,
-    "prompts": "chat",
-    "noisy_budget_s": 0,
-}
+POLICY = QUICK_BENCH_POLICY
 
 
 @pytest.fixture

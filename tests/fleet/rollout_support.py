@@ -9,19 +9,11 @@ import json
 import time
 from typing import Any
 
+from tests.deploys.helpers import QUICK_BENCH_POLICY
 from tests.deploys.qcluster_support import python
 from tests.testhost.host import TestHost
 
-# Quick measurements: 4 requests × 32 tokens at concurrency 1, twice, judged on those (no
-# more repeats while not sure: tests/perf/test_more_repeats.py has those).
-POLICY = {
-    "concurrency": [1],
-    "num_requests": 4,
-    "max_tokens": 32,
-    "repeats": 2,
-    "prompts": "chat",
-    "noisy_budget_s": 0,
-}
+POLICY = QUICK_BENCH_POLICY
 SERVICE_PORT = 18321  # the same on every host: each has its own loopback
 
 # argv: hosts (JSON), canary, batch size, budget; prints the rollout, users and profile.
