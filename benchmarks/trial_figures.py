@@ -17,14 +17,8 @@ from deploys.services.trial_requests import Candidate, trial_request_create
 from hostops.channel.ssh import SSHTransport
 from perf.models import BenchPolicy
 from tests.deploys.conftest import transport_for
-from tests.deploys.helpers import (
-    QUICK_BENCH_POLICY,
-    UNIT_DIR,
-    double_profile,
-    make_host,
-    make_users,
-    service_port,
-)
+from tests.deploys.helpers import UNIT_DIR, double_profile, make_host, make_users, service_port
+from tests.perf.quick_policy import QUICK_BENCH_POLICY
 from tests.testhost.host import TestHost
 from units.models import ProfileVersion
 from units.services import profile_create

@@ -28,14 +28,8 @@ from deploys.services.deploy_requests import deploy_request_approve
 from deploys.services.trial_requests import Candidate, trial_request_create
 from perf.models import Baseline, BenchPolicy
 from tests.deploys.conftest import module_testhost  # noqa: F401 (fixture)
-from tests.deploys.helpers import (
-    QUICK_BENCH_POLICY,
-    UNIT_DIR,
-    double_profile,
-    make_host,
-    make_users,
-    service_port,
-)
+from tests.deploys.helpers import UNIT_DIR, double_profile, make_host, make_users, service_port
+from tests.perf.quick_policy import QUICK_BENCH_POLICY
 from tests.testhost.host import TestHost
 from units.models import ProfileVersion
 from units.services import profile_create

@@ -9,8 +9,8 @@ import json
 import time
 from typing import Any
 
-from tests.deploys.helpers import QUICK_BENCH_POLICY
 from tests.deploys.qcluster_support import python
+from tests.perf.quick_policy import QUICK_BENCH_POLICY
 from tests.testhost.host import TestHost
 
 POLICY = QUICK_BENCH_POLICY
