@@ -29,7 +29,6 @@ CANDIDATES = {
     "ngram-k3": {"spec_method": "ngram", "spec_num_tokens": 3, "spec_prompt_lookup_max": 4},
     "ngram-k8": {"spec_method": "ngram", "spec_num_tokens": 8, "spec_prompt_lookup_max": 4},
 }
-POLICY = QUICK_BENCH_POLICY
 # The parts of a candidate's turn that are its own, not the pipeline's: its stop, its load
 # (readiness waits for it) and its benchmark.
 OWN_STEPS = ("stop", "readiness", "candidate_benchmark")
@@ -46,7 +45,7 @@ def run(testhost: TestHost) -> int:
     production = profile_create(
         data=double_profile(environment=PRODUCTION, port=port), created_by=None
     )
-    BenchPolicy.objects.create(profile=production, **POLICY)
+    BenchPolicy.objects.create(profile=production, **QUICK_BENCH_POLICY)
     version = production.versions.get()
     unit = f"{production.name}.service"
     testhost.write_file(f"{UNIT_DIR}/{unit}", version.unit_text)

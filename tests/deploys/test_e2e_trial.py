@@ -44,7 +44,6 @@ NGRAM_FLAG = (
     """--speculative-config '{"method": "ngram", "num_speculative_tokens": 5, """
     """"prompt_lookup_max": 4}'"""
 )
-POLICY = QUICK_BENCH_POLICY
 
 
 @pytest.fixture
@@ -95,7 +94,7 @@ def seed(trialhost: TestHost) -> Seed:
     production = profile_create(
         data=double_profile(environment=SEED_SPEED, port=service_port()), created_by=None
     )
-    BenchPolicy.objects.create(profile=production, **POLICY)
+    BenchPolicy.objects.create(profile=production, **QUICK_BENCH_POLICY)
     version = production.versions.get()
     trialhost.write_file(f"{UNIT_DIR}/{production.name}.service", version.unit_text)
     trialhost.systemctl("daemon-reload")

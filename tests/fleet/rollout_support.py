@@ -10,10 +10,8 @@ import time
 from typing import Any
 
 from tests.deploys.qcluster_support import python
-from tests.perf.quick_policy import QUICK_BENCH_POLICY
 from tests.testhost.host import TestHost
 
-POLICY = QUICK_BENCH_POLICY
 SERVICE_PORT = 18321  # the same on every host: each has its own loopback
 
 # argv: hosts (JSON), canary, batch size, budget; prints the rollout, users and profile.
@@ -24,7 +22,8 @@ from deploys.models import Host
 from fleet.services import rollout_approve, rollout_create
 from perf.models import BenchPolicy
 from tests.deploys.helpers import double_profile, make_host, make_users
-from tests.fleet.rollout_support import POLICY, SERVICE_PORT
+from tests.fleet.rollout_support import SERVICE_PORT
+from tests.perf.quick_policy import QUICK_BENCH_POLICY
 from tests.testhost.host import TestHost
 from units.services import profile_create
 
@@ -32,7 +31,7 @@ testhosts = [TestHost.from_json(h) for h in json.loads(sys.argv[1])]
 requester, approver = make_users()
 hosts = [make_host(t, name=f"fleet-{i + 1}") for i, t in enumerate(testhosts)]
 profile = profile_create(data=double_profile(port=SERVICE_PORT), created_by=None)
-BenchPolicy.objects.create(profile=profile, **POLICY)
+BenchPolicy.objects.create(profile=profile, **QUICK_BENCH_POLICY)
 rollout = rollout_create(
     profile_version=profile.versions.get(), requested_by=requester, hosts=hosts,
     canary=int(sys.argv[2]), batch_size=int(sys.argv[3]), budget_value=int(sys.argv[4]),
@@ -106,7 +105,8 @@ from fleet.services import rollout_approve, rollout_create
 from hostops.channel.push import sha256_hex
 from perf.models import BenchPolicy
 from tests.deploys.helpers import UNIT_DIR, double_profile, make_host, make_users
-from tests.fleet.rollout_support import POLICY, SERVICE_PORT
+from tests.fleet.rollout_support import SERVICE_PORT
+from tests.perf.quick_policy import QUICK_BENCH_POLICY
 from tests.testhost.host import TestHost
 from units.services import profile_create, profile_update
 
@@ -117,7 +117,7 @@ data = double_profile(port=SERVICE_PORT, deploy_journal_check_sec=2,
                       deploy_ready_timeout_sec=150)
 del data["environment"]["VLLM_DOUBLE_LOAD_S"]  # each host's config file says
 profile = profile_create(data=data, created_by=None)
-BenchPolicy.objects.create(profile=profile, **POLICY)
+BenchPolicy.objects.create(profile=profile, **QUICK_BENCH_POLICY)
 old = profile.versions.get()
 unit = f"{profile.name}.service"
 for testhost, host in zip(testhosts, hosts):
@@ -229,7 +229,6 @@ __all__ = [
     "ABORT",
     "FIRST",
     "NEXT",
-    "POLICY",
     "SEEDED",
     "SERVICE_PORT",
     "STATE",
