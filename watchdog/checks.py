@@ -64,12 +64,16 @@ class Finding:
 @dataclass(frozen=True)
 class Verdict:
     """What one check concluded about one scope. `judged` False: it could not tell (too
-    little traffic to measure): its open incidents stay as they are."""
+    little traffic to measure): its open incidents stay as they are. `recheck_at`: the
+    wall-clock time (the samples' clock) at which a reading could decide what this one
+    could not yet (a stall short of its window); the runner checks the host again then
+    when that comes before its period (docs/watchdog.md "Scheduling and claims")."""
 
     scope: str
     unit: str = ""
     findings: tuple[Finding, ...] = ()
     judged: bool = True
+    recheck_at: float | None = None
 
 
 # -- 1. the unit ------------------------------------------------------------------------------
@@ -429,7 +433,14 @@ def check_hung(
     unit: str, samples: Sequence[Sample], *, window_s: float = DEFAULT_HUNG_WINDOW_S
 ) -> Verdict:
     """Requests running while the generation counter has not moved for `window_s`: an
-    engine that still answers /health but makes no progress. `samples`: oldest first."""
+    engine that still answers /health but makes no progress. `samples`: oldest first.
+
+    The stall is counted from the first sample that showed the counter's present value,
+    the only time it is known to have stopped by. With requests running and the window
+    not yet reached, the verdict asks for a reading when it is (`recheck_at`): waiting
+    for the next period instead would find a stall up to a period late whenever the
+    checks' lags differ, because that sample itself came up to a period after the last
+    token."""
     scope = f"engine:{unit}"
     if not samples:
         return Verdict(scope, unit, judged=False)
@@ -440,7 +451,8 @@ def check_hung(
             break
         earliest = sample
     stuck_s = latest.at - earliest.at
-    if latest.running > 0 and stuck_s >= window_s:
+    decided_at = earliest.at + window_s  # a reading then decides: the same sum both ways
+    if latest.running > 0 and latest.at >= decided_at:
         finding = Finding(
             HUNG_ENGINE,
             "",
@@ -455,6 +467,8 @@ def check_hung(
             },
         )
         return Verdict(scope, unit, (finding,))
+    if latest.running > 0:
+        return Verdict(scope, unit, recheck_at=decided_at)
     return Verdict(scope, unit)
 
 

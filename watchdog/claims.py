@@ -21,7 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import DateTimeField, Exists, ExpressionWrapper, F, OuterRef, Q
-from django.db.models.functions import Greatest, Now
+from django.db.models.functions import Greatest, Least, Now
 from django.utils import timezone
 
 from deploys.locks import HostLock
@@ -121,14 +121,19 @@ def finish(
     readings: dict[str, Any] | None,
     seconds: float | None,
     error: str = "",
+    recheck_in: float | None = None,
 ) -> bool:
-    """End our claim: due again a period after it was due (`_next_due`); False when it
-    was no longer ours.
+    """End our claim: due again a period after it was due (`_next_due`), or in
+    `recheck_in` seconds when that is sooner (a verdict the next reading can decide,
+    `watchdog.checks.Verdict.recheck_at`); False when it was no longer ours.
     `readings` None keeps the last ones (a check that was skipped)."""
+    next_due: Any = _next_due(period_s)
+    if recheck_in is not None:
+        next_due = Least(next_due, _db_now_plus(max(recheck_in, 0.0)))
     values: dict[str, Any] = {
         "claimed_by": "",
         "claimed_until": None,
-        "next_due": _next_due(period_s),
+        "next_due": next_due,
         "last_error": error[:2000],
     }
     if readings is not None:

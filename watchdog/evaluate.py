@@ -42,6 +42,12 @@ class Evaluation:
     history: dict[str, Any]
     now: dict[str, Any]  # what the fleet page shows
 
+    @property
+    def recheck_at(self) -> float | None:
+        """The soonest time a verdict asked to be read again at (`checks.Verdict`)."""
+        times = [v.recheck_at for v in self.verdicts if v.recheck_at is not None]
+        return min(times, default=None)
+
 
 def _pruned(entries: list[Any], now: float, keep_s: float, at: Any) -> list[Any]:
     kept = [e for e in entries if at(e) >= now - keep_s]

@@ -44,7 +44,8 @@ class WatchSettingsForm(forms.ModelForm):  # type: ignore[type-arg]
         max_value=MAX_HUNG_WINDOW_S,
         error_messages=_seconds(MIN_HUNG_WINDOW_S, MAX_HUNG_WINDOW_S, "The hung-engine window"),
         help_text="Requests running and no token for this long is a hung engine; "
-        "empty: the site's setting (WATCHDOG_HUNG_WINDOW_S, 60 s by default).",
+        "empty: the site's setting (WATCHDOG_HUNG_WINDOW_S, 60 s by default). "
+        "Shorter than the period: a busy host is checked once per window.",
     )
 
     class Meta:

@@ -61,6 +61,7 @@ def run_check(watch_id: int, token: str, *, connect: Callable[[Host], Transport]
         return "skipped: a job holds the host"
     started = time.monotonic()
     error = ""
+    recheck_in: float | None = None
     try:
         transport = connect(host)
     except Exception as exc:  # a host row that cannot be reached (key not pinned, …)
@@ -71,6 +72,8 @@ def run_check(watch_id: int, token: str, *, connect: Callable[[Host], Transport]
             with transport:
                 evaluation, _, _ = check_host(host=host, transport=transport, history=history)
             readings = {"history": evaluation.history, "now": evaluation.now}
+            if evaluation.recheck_at is not None:  # on the samples' clock, this one's
+                recheck_in = evaluation.recheck_at - time.time()
             error = "; ".join(f"{k}: {v}" for k, v in evaluation.now["errors"].items())
         except Exception as exc:  # a bug: recorded, and the host is not called healthy
             log.exception("watchdog check of %s failed", host.name)
@@ -78,7 +81,13 @@ def run_check(watch_id: int, token: str, *, connect: Callable[[Host], Transport]
             readings = _unreachable(host, history, error)
     seconds = time.monotonic() - started
     if not claims.finish(
-        watch_id, token, period_s=watch.period_s, readings=readings, seconds=seconds, error=error
+        watch_id,
+        token,
+        period_s=watch.period_s,
+        readings=readings,
+        seconds=seconds,
+        error=error,
+        recheck_in=recheck_in,
     ):
         log.warning("watchdog check of %s outlived its claim (%.1f s)", host.name, seconds)
         return f"checked in {seconds:.2f} s, but the claim had expired"

@@ -240,6 +240,25 @@ def test_a_short_stall_idle_server_or_moving_counter_is_not_hung() -> None:
     assert kinds(checks.check_hung(UNIT, moving)) == []
 
 
+def test_a_stall_short_of_the_window_asks_to_be_checked_again_when_the_window_ends() -> None:
+    # The counter stopped before the check at 30. The next checks ran a little early (a
+    # due time's lag differs from check to check): 59.5 s is not yet the window, and
+    # waiting a whole period more would find it 30 s late.
+    samples = [sample(0, 2, 500), sample(30.4, 2, 900), sample(60, 2, 900), sample(89.9, 2, 900)]
+    verdict = checks.check_hung(UNIT, samples, window_s=60)
+    assert kinds(verdict) == [] and verdict.recheck_at == 90.4
+    decided = checks.check_hung(UNIT, [*samples, sample(90.4, 2, 900)], window_s=60)
+    assert kinds(decided) == ["hung_engine"] and decided.recheck_at is None
+
+
+def test_a_moving_counter_asks_for_a_check_a_window_after_its_last_token_an_idle_one_not() -> None:
+    moving = [sample(t, 3, 100 + t) for t in (0, 30, 60)]
+    assert checks.check_hung(UNIT, moving, window_s=10).recheck_at == 70
+    idle = [sample(t, 0, 900) for t in (0, 30, 60)]
+    assert checks.check_hung(UNIT, idle, window_s=10).recheck_at is None
+    assert checks.check_hung(UNIT, [], window_s=10).recheck_at is None
+
+
 # -- speculative acceptance -------------------------------------------------------------
 
 

@@ -15,7 +15,7 @@ from deploys.jobs.lease import HostLease
 from deploys.models import DeployRequest, Host
 from deploys.signals import job_finished
 from tests.doubles.watch_host import FakeHostTransport
-from tests.watchdog.helpers import healthy_fake, make_host
+from tests.watchdog.helpers import PORT, healthy_fake, make_host
 from watchdog import claims, dispatch, queue, runner
 from watchdog.models import HostWatch, Incident
 
@@ -135,6 +135,26 @@ def test_the_next_check_is_one_period_after_the_last_was_due_but_never_at_once(
     watch.refresh_from_db()
     due_in = (watch.next_due - timezone.now()).total_seconds()
     assert due_in_s - 2 < due_in <= due_in_s
+
+
+def test_a_stall_the_window_will_decide_before_the_period_ends_is_checked_again_then() -> None:
+    # A busy host whose hung window (10 s) ends before its period (600 s): the check asks
+    # to be checked again when the window ends, so a hung engine is still found within
+    # the window and one period. An idle host waits its period.
+    busy, idle = due_watch("gpu1"), due_watch("gpu2")
+    HostWatch.objects.update(period_s=600, hung_window_s=10)
+    fake, quiet = healthy_fake(), healthy_fake()
+    fake.servers[PORT].running = 2
+    quiet.servers[PORT].running = 0
+    fakes = {busy.host_id: fake, idle.host_id: quiet}
+    token, due = claims.claim_due()
+    assert sorted(due) == sorted([busy.pk, idle.pk])
+    for pk in due:
+        runner.run_check(pk, token, connect=lambda h: FakeHostTransport(fakes[h.pk]))
+    busy.refresh_from_db()
+    idle.refresh_from_db()
+    assert 8 < (busy.next_due - timezone.now()).total_seconds() <= 10
+    assert 590 < (idle.next_due - timezone.now()).total_seconds() <= 600
 
 
 def test_a_host_that_cannot_be_connected_is_unreachable_and_its_incidents_stay_open() -> None:
