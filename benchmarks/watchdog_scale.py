@@ -13,9 +13,9 @@ What runs is the product's own path, with a fake host behind the Transport:
 - real `manage.py qcluster` workers (`--workers` of them, in one cluster) started through
   this file (`--cluster`), which only points `watchdog.runner`'s connection at
   `tests/doubles/watch_host.py` (a healthy host: unit active, file = the approved text,
-  /metrics answering, 8 GPUs) with `--latency-ms` per host operation (an SSH round trip;
-  a check makes 5: systemctl show, the file, /metrics, nvidia-smi, /proc) and logs each
-  check's host and time to a file;
+  /metrics answering with a request running and tokens generated, 8 GPUs) with
+  `--latency-ms` per host operation (an SSH round trip; a check makes one per host
+  command docs/watchdog.md lists) and logs each check's host and time to a file;
 - the dispatcher (`watchdog.dispatch.run_dispatcher`, what the minute schedule runs) in a
   process of its own with a 1 s tick; the schedule row is removed so it is the only one.
 Phase 1 (capacity): every host due all the time (period 1 s) for `--capacity-s`: checks
@@ -65,7 +65,7 @@ def run_cluster() -> None:
     from django.core.management import call_command  # noqa: PLC0415
 
     from tests.doubles.watch_host import FakeHostTransport  # noqa: PLC0415
-    from tests.watchdog.helpers import healthy_fake  # noqa: PLC0415
+    from tests.watchdog.helpers import PORT, healthy_fake  # noqa: PLC0415
     from watchdog import runner  # noqa: PLC0415
 
     latency = float(os.environ["WATCH_BENCH_LATENCY_S"])
@@ -75,6 +75,9 @@ def run_cluster() -> None:
         with open(log_dir / f"checks-{os.getpid()}.log", "a") as out:
             out.write(f"{host.pk} {time.time():.3f}\n")
         fake = healthy_fake()
+        # Busy and making progress: a counter that stood still with a request running
+        # would be a hung engine, and its check at the window's end an extra check.
+        fake.servers[PORT].generated = time.time() * 10
         fake.latency_s = latency
         return FakeHostTransport(fake)
 
