@@ -65,7 +65,11 @@ from deploys.models import DeployRequest, Host, JobStep
 from deploys.probe import probe_host
 from deploys.running import known_unit_names, on_host_payload, record_read
 from deploys.selectors import host_probe_executables
-from deploys.services.hosts import host_record_probe, host_record_probe_error
+from deploys.services.hosts import (
+    host_probe_after_job,
+    host_record_probe,
+    host_record_probe_error,
+)
 from deploys.trials import candidates_of
 from hostops.channel import Transport, TransportError
 from hostops.channel.bounds import clip_text
@@ -144,8 +148,14 @@ def _run(
 
 
 def _announce(request: DeployRequest, status: str) -> None:
-    """`job_finished`, once the host is free (the watchdog's check after a job may run)."""
+    """`job_finished`, once the host is free (the watchdog's check after a job may run),
+    and a probe of the host, whose facts the job may have changed. The job has ended
+    either way: a failure to queue the probe is logged, not the job's."""
     signals.send(signals.job_finished, DeployRequest, request=request, status=status)
+    try:
+        host_probe_after_job(host_id=request.host_id)
+    except Exception:
+        log.exception("queueing the probe after deploy request #%s failed", request.pk)
 
 
 def _clean_up(ctx: JobContext) -> None:

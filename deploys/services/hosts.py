@@ -385,6 +385,23 @@ def host_request_probe(*, host: Host, actor: User) -> None:
         transaction.on_commit(functools.partial(queue.enqueue_probe, host.pk, actor.pk))
 
 
+def host_probe_after_job(*, host_id: int) -> bool:
+    """Queue a probe once a job has ended, so the host page's probe results (its GPUs, the
+    units specadmin manages there) are read again instead of showing what was there before
+    the job. Read-only on the host and asked by nobody: the job's approval covers it, and
+    its audit event names no actor. False: the host cannot be probed (archived, or an SSH
+    host whose key is not pinned)."""
+    with transaction.atomic():
+        updated = (
+            Host.objects.filter(pk=host_id, archived=False)
+            .exclude(transport=Host.Transport.SSH, host_key="")
+            .update(probe_queued_at=timezone.now())
+        )
+        if updated:
+            transaction.on_commit(functools.partial(queue.enqueue_probe, host_id, None))
+    return bool(updated)
+
+
 def host_record_probe(*, host: Host, facts: dict[str, Any], actor: User | None) -> Host:
     """Save a probe's facts (from `deploys.probe.probe_host`); linting then targets them."""
     # Host output, clipped on its way into the row and the append-only audit event.
@@ -454,6 +471,7 @@ __all__ = [
     "host_archive",
     "host_create",
     "host_pin_key",
+    "host_probe_after_job",
     "host_probe_key",
     "host_record_probe",
     "host_record_probe_error",

@@ -245,6 +245,21 @@ def test_probe_button_enqueues_after_commit(
     assert len(enqueued.probes) == 1
 
 
+def test_a_job_ends_and_its_host_is_probed_again_unless_it_cannot_be(
+    host: Host, enqueued: Enqueued, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.host_probe_after_job(host_id=host.pk)
+    host.refresh_from_db()
+    assert enqueued.probes == [(host.pk, None)] and host.probe_queued_at is not None
+    unpinned = Host.objects.create(name="gpu9", address="10.0.0.9", host_key="")
+    archived = Host.objects.create(name="gpu8", address="127.0.0.1", archived=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert not services.host_probe_after_job(host_id=unpinned.pk)
+        assert not services.host_probe_after_job(host_id=archived.pk)
+    assert len(enqueued.probes) == 1
+
+
 class ScriptedTransport(Transport):
     """Answers argv by its first words; records what ran."""
 

@@ -227,6 +227,10 @@ def test_approved_request_is_pushed_reloaded_and_backed_up(
     assert (event.host_name, event.actor_id) == (site.name, None)
     assert HostLock.objects.get(host=site).owner == "", "the lock is released"
     assert verify_chain().ok
+    # What runs there changed: the host's facts are read again, by a probe of their own.
+    assert queued[-1] == ("deploys.jobs.tasks.probe_task", site.pk, None)
+    site.refresh_from_db()
+    assert site.probe_queued_at is not None
 
 
 @pytest.mark.testhost

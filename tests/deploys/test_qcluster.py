@@ -113,7 +113,8 @@ def test_every_request_runs_exactly_once_across_workers(
     # sshd then once took over 10 s to open an SFTP channel (CI, two pytest runs at once).
     made = python(qsetup.env, SETUP, json.dumps(jobhost.to_json()), str(REQUESTS))
     clusters = start_clusters(qsetup, CLUSTERS)
-    expected_tasks = 2 * REQUESTS + 1
+    # Every delivery, the probe asked for, and the probe each job queues when it ends.
+    expected_tasks = 2 * REQUESTS + 1 + REQUESTS
 
     # Every delivery ends as a task row; a duplicate of a job still running ends at once,
     # so the jobs themselves are waited for too.
@@ -140,13 +141,14 @@ def test_every_request_runs_exactly_once_across_workers(
     )
     tasks = [t for t in report["tasks"] if t[0].endswith((".deploy_task", ".probe_task"))]
     assert len(tasks) == expected_tasks and all(t[1] for t in tasks), tasks
+    assert len([t for t in tasks if t[0].endswith(".probe_task")]) == REQUESTS + 1, tasks
     assert report["systemd_version"] and report["systemd_version"] >= 252, "probe job ran"
     assert report["chain"].startswith("OK: ")
     assert manage(qsetup.env, "verifyaudit", "--skip-checks").startswith("OK: ")
     with capsys.disabled():
         workers = {j["worker"].rsplit(":", 1)[0] for j in jobs.values()}
         print(
-            f"\n[qcluster {qsetup.name}] {REQUESTS} requests x2 deliveries + 1 probe on "
-            f"{CLUSTERS} clusters: done in {elapsed:.1f}s, jobs ran in {len(workers)} "
-            f"worker processes; {report['chain']}"
+            f"\n[qcluster {qsetup.name}] {REQUESTS} requests x2 deliveries + "
+            f"{REQUESTS + 1} probes on {CLUSTERS} clusters: done in {elapsed:.1f}s, "
+            f"jobs ran in {len(workers)} worker processes; {report['chain']}"
         )
