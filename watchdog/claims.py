@@ -16,8 +16,8 @@ import os
 import random
 import socket
 import uuid
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db.models import DateTimeField, Exists, ExpressionWrapper, F, OuterRef, Q
@@ -150,31 +150,45 @@ def _lease_held_q() -> Exists:
     )
 
 
-def claimed_watch(watch_id: int, token: str) -> tuple[HostWatch, bool] | None:
-    """Our claimed watch with its host, and whether a job holds the host's lease now, in
-    one query; None when the claim is no longer ours."""
+class Claimed(NamedTuple):
+    watch: HostWatch  # with its host
+    lease_held: bool  # a job holds the host's lease now
+    since: datetime  # the database's clock when the check began
+
+
+def claimed_watch(watch_id: int, token: str) -> Claimed | None:
+    """Our claimed watch with its host, whether a job holds the host's lease now, and the
+    database's time, in one query; None when the claim is no longer ours."""
     watch = (
         HostWatch.objects.select_related("host")
-        .annotate(lease_held=_lease_held_q())
+        .annotate(lease_held=_lease_held_q(), began=Now())
         .filter(pk=watch_id, claimed_by=token)
         .first()
     )
-    return None if watch is None else (watch, bool(getattr(watch, "lease_held", True)))
+    if watch is None:
+        return None
+    return Claimed(watch, bool(getattr(watch, "lease_held", True)), watch.began)
 
 
-def lease_held(host_id: int) -> bool:
+def job_took_host(host_id: int, since: datetime) -> bool:
+    """A job holds the host's lease now, or took it at or after `since` (the database's
+    clock, as the lease's `acquired_at`): what was read meanwhile may be a deploy half
+    done (the unit stopped, GPUs held by the old server), not the host's state."""
     return (
-        HostLock.objects.filter(host_id=host_id, expires_at__gte=Now()).exclude(owner="").exists()
+        HostLock.objects.filter(host_id=host_id)
+        .filter(Q(acquired_at__gte=since) | (Q(expires_at__gte=Now()) & ~Q(owner="")))
+        .exists()
     )
 
 
 __all__ = [
+    "Claimed",
     "check_timeout_s",
     "claim_due",
     "claim_host",
     "claimed_watch",
     "ensure_watches",
     "finish",
-    "lease_held",
+    "job_took_host",
     "make_due",
 ]

@@ -3,7 +3,8 @@
 The connection gets short timeouts of its own (`WATCHDOG_CONNECT_TIMEOUT_S`,
 `WATCHDOG_COMMAND_TIMEOUT_S`): a host that is down or slow costs its own check at most
 that, and every other host has its own task. A check whose host a job took meanwhile
-is skipped (the job reads the host itself; `job_finished` asks for a check after it).
+is skipped, before it reads the host or after (`services.JobTookHost`): the job reads the
+host itself, and `job_finished` asks for a check after it.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from hostops.channel import Transport
 from watchdog import claims
 from watchdog.evaluate import evaluate
 from watchdog.reader import SSH, HostRead
-from watchdog.services import apply_verdicts, check_host, windows
+from watchdog.services import JobTookHost, apply_verdicts, check_host, windows
 
 log = logging.getLogger(__name__)
+
+TAKEN = "skipped: a job took the host during the check"
 
 
 def connect(host: Host) -> Transport:
@@ -46,7 +49,7 @@ def run_check(watch_id: int, token: str, *, connect: Callable[[Host], Transport]
     claimed = claims.claimed_watch(watch_id, token)  # one query: the watch, host, lease
     if claimed is None:
         return "not ours: the claim ended or was taken over"
-    watch, lease_held = claimed
+    watch, lease_held, since = claimed
     host = watch.host
     history = watch.readings.get("history", {}) if isinstance(watch.readings, dict) else {}
     if lease_held:
@@ -70,11 +73,18 @@ def run_check(watch_id: int, token: str, *, connect: Callable[[Host], Transport]
     else:
         try:
             with transport:
-                evaluation, _, _ = check_host(host=host, transport=transport, history=history)
+                evaluation, _, _ = check_host(
+                    host=host, transport=transport, history=history, since=since
+                )
             readings = {"history": evaluation.history, "now": evaluation.now}
             if evaluation.recheck_at is not None:  # on the samples' clock, this one's
                 recheck_in = evaluation.recheck_at - time.time()
             error = "; ".join(f"{k}: {v}" for k, v in evaluation.now["errors"].items())
+        except JobTookHost:
+            claims.finish(
+                watch_id, token, period_s=watch.period_s, readings=None, seconds=None, error=TAKEN
+            )
+            return TAKEN
         except Exception as exc:  # a bug: recorded, and the host is not called healthy
             log.exception("watchdog check of %s failed", host.name)
             error = f"check failed: {type(exc).__name__}: {exc}"

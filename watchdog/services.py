@@ -26,6 +26,7 @@ from deploys.models import Host, PushedUnit
 from hostops.channel import Transport, TransportError
 from hostops.channel.push import sha256_hex
 from units.importing.service import ImportResult, import_unit_version
+from watchdog import claims
 from watchdog.canary import DEFAULT_DEADLINE_S
 from watchdog.checks import Finding, Verdict
 from watchdog.evaluate import Evaluation, Windows, evaluate
@@ -233,21 +234,33 @@ def _canary_s(watch: HostWatch | None) -> float | None:
     return float(getattr(settings, "WATCHDOG_CANARY_TIMEOUT_S", DEFAULT_DEADLINE_S))
 
 
+class JobTookHost(Exception):
+    """A job took the host while the check read it: nothing of that reading is applied."""
+
+
 def check_host(
     *,
     host: Host,
     transport: Transport,
     history: dict[str, Any],
     clock: Callable[[], float] = time.time,
+    since: datetime | None = None,
 ) -> tuple[Evaluation, list[Incident], list[Incident]]:
     """Read the host, judge every check, open and close incidents. The caller stores the
-    evaluation's history and `now` (watchdog.claims.finish)."""
+    evaluation's history and `now` (watchdog.claims.finish).
+
+    `since`: when the check began, on the database's clock. A job that took the host's
+    lease since then may have stopped the unit or held its GPUs while the host was read,
+    so JobTookHost is raised before any incident opens or closes (the check after the
+    job, `dispatch.check_after_job`, reads it again)."""
     targets = watched_targets(host)
     watch = _watch_of(host)
     read = read_host(
         transport, targets, gpus=host.gpu_count != 0, clock=clock, canary_s=_canary_s(watch)
     )
     evaluation = evaluate(read, history, windows(watch))
+    if since is not None and claims.job_took_host(host.pk, since):
+        raise JobTookHost(f"a job took {host.name} while it was read")
     opened, closed = apply_verdicts(
         host=host, verdicts=evaluation.verdicts, units=[t.unit for t in targets]
     )
@@ -363,6 +376,7 @@ __all__ = [
     "CLOSED",
     "OPENED",
     "SETTINGS_CHANGED",
+    "JobTookHost",
     "apply_verdicts",
     "approved_push",
     "bounded",

@@ -4,6 +4,7 @@ watchdog.runner, watchdog.dispatch)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -14,7 +15,7 @@ from django.utils import timezone
 from deploys.jobs.lease import HostLease
 from deploys.models import DeployRequest, Host
 from deploys.signals import job_finished
-from tests.doubles.watch_host import FakeHostTransport
+from tests.doubles.watch_host import FakeHost, FakeHostTransport
 from tests.watchdog.helpers import PORT, healthy_fake, make_host
 from watchdog import claims, dispatch, queue, runner
 from watchdog.models import HostWatch, Incident
@@ -102,6 +103,35 @@ def test_a_job_that_takes_the_host_after_the_claim_skips_the_check() -> None:
     lease.release()
     watch.refresh_from_db()
     assert watch.claimed_by == "" and watch.last_check_at is None
+
+
+class JobMidway(FakeHostTransport):
+    """A deploy takes the host while the check reads it: the unit stops, and (with
+    `release`) the short job is done before the check ends."""
+
+    def __init__(self, host: FakeHost, host_id: int, *, release: bool) -> None:
+        super().__init__(host)
+        self.host_id, self.release = host_id, release
+
+    def unit_properties(self, unit: str, names: Iterable[str]) -> dict[str, str]:
+        lease = HostLease.try_acquire(self.host_id, purpose="deploy")
+        assert lease is not None
+        self.host.units[unit].active = "inactive"
+        if self.release:
+            lease.release()
+        return super().unit_properties(unit, names)
+
+
+@pytest.mark.parametrize("release", [False, True], ids=["still held", "already released"])
+def test_a_job_that_takes_the_host_during_the_check_leaves_no_incident(release: bool) -> None:
+    watch = due_watch()
+    fake = healthy_fake()
+    token, [pk] = claims.claim_due()
+    said = runner.run_check(pk, token, connect=lambda h: JobMidway(fake, h.pk, release=release))
+    assert said == "skipped: a job took the host during the check"
+    assert not Incident.objects.filter(host_id=watch.host_id).exists(), "a deploy half done"
+    watch.refresh_from_db()
+    assert watch.claimed_by == "" and watch.last_check_at is None and watch.readings == {}
 
 
 def test_the_dispatcher_enqueues_one_check_per_due_host_and_a_job_end_asks_for_one(
