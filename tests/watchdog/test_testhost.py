@@ -2,7 +2,8 @@
 real SSH: a deploy, then each provocation detected by the next check and closed when it
 clears — a hand edit of the unit file (drift), an EngineCore outside the unit's cgroup
 (the double's `leftover_worker`, set by a drop-in, itself drift: systemd's DropInPaths
-over SSH), the service stopped with that EngineCore still holding GPU memory; then,
+over SSH), the service stopped with that EngineCore still holding GPU memory (shown on the
+fleet page, each opening and closing in the notification outbox); then,
 under live traffic and checked on a short period as the dispatcher does, the engine
 frozen behind a healthy /health and the speculative acceptance falling (the double's
 control file, tests/doubles/vllm_double_control.py), each found within its window and one
@@ -19,7 +20,9 @@ from typing import Any, TypeVar
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import Client
 from django.utils import timezone
+from django.utils.html import escape
 
 from deploys.jobs import benchmark as bench_hook
 from deploys.jobs import queue as deploy_queue
@@ -114,9 +117,13 @@ def test_drift_a_leftover_engine_core_and_a_stopped_unit_are_found_and_cleared(
 ) -> None:
     site = make_host(gpuhost)
     data = double_profile()
-    request = approved_request(site, *make_users(), data=data, benchmark=False)
+    requester, approver = make_users()
+    get_user_model().objects.filter(pk=approver.pk).update(email="adam@example.org")
+    request = approved_request(site, requester, approver, data=data, benchmark=False)
     unit, port = request.unit_name, int(data["port"])
     assert deploy_runner.run_deploy(request.pk) == "succeeded", request.status_reason
+    admin = Client()
+    admin.force_login(approver)
 
     # The job's end asked for a check of its host: claimed and queued at once.
     [(_, watch_id, token)] = captured["watch"]
@@ -165,6 +172,11 @@ def test_drift_a_leftover_engine_core_and_a_stopped_unit_are_found_and_cleared(
     assert set(found) == {f"unit_failed:{unit}", f"gpu_leftover:{unit}:pid {engine}", leak}
     assert found[f"gpu_leftover:{unit}:pid {engine}"].evidence["gpus"] == list(range(8))
     assert found[f"unit_failed:{unit}"].summary == f"{unit}.service is not running (inactive)"
+    # Shown: the fleet counts them, the host's incident list names each.
+    fleet = admin.get("/watchdog/fleet-table/").content.decode()
+    assert f'?host={site.pk}">3 open</a>' in fleet
+    listed = admin.get(f"/watchdog/incidents/?host={site.pk}").content.decode()
+    assert all(escape(i.summary) in listed for i in found.values()), listed
 
     # Cleared: the leftover killed, the drop-in gone, the unit started again.
     gpuhost.nsenter(["kill", "-KILL", str(engine)], check=True)
@@ -180,6 +192,12 @@ def test_drift_a_leftover_engine_core_and_a_stopped_unit_are_found_and_cleared(
         "gpu_leftover",
         "unit_failed",
     ]
+    # Told: each opening and closing is in the outbox for the approver (the delivery
+    # itself, to a local SMTP server and webhook receiver, is the next test's).
+    told = Notification.objects.filter(address="adam@example.org")
+    for incident in closed:
+        for event in (Event.INCIDENT_OPENED, Event.INCIDENT_CLOSED):
+            assert told.filter(event=event, payload__incident=incident.pk).count() == 1
     gpuhost.systemctl("stop", f"{unit}.service")
 
 
