@@ -159,12 +159,26 @@ def _close_reason(incident: Incident, judged: set[str], watched: set[str] | None
     return ""  # its check did not run or could not tell: left open
 
 
+class JobTookHost(Exception):
+    """A job took the host while the check read it: nothing of that reading is applied."""
+
+
 def apply_verdicts(
-    *, host: Host, verdicts: Iterable[Verdict], units: Iterable[str] | None
+    *,
+    host: Host,
+    verdicts: Iterable[Verdict],
+    units: Iterable[str] | None,
+    since: datetime | None = None,
 ) -> tuple[list[Incident], list[Incident]]:
     """Open an incident per new finding, refresh those still found, close those of a
     judged scope no longer found and those of units no longer watched (`units` None: not
-    known, none of those closes). (opened, closed)."""
+    known, none of those closes). (opened, closed).
+
+    `since`: when the reading began, on the database's clock. Before anything is written,
+    JobTookHost if a job holds the host's lease or took it since: the reading may show a
+    deploy half done (the unit stopped, its GPUs still held by the old server), and the
+    check after the job (`dispatch.check_after_job`) reads the host again. A quiet check
+    writes nothing, so it does not ask."""
     verdicts = list(verdicts)
     watched = None if units is None else set(units)
     judged = {v.scope for v in verdicts if v.judged}
@@ -187,28 +201,37 @@ def apply_verdicts(
     if not found and not closing:
         return opened, closed
     with transaction.atomic():
-        seen_again = []  # still found, same summary and evidence: one UPDATE for them all
-        for key, seen in found.items():
-            if key not in current:
-                if (incident := _open(host, key, seen, now)) is not None:
-                    opened.append(incident)
-                continue
-            summary, evidence = seen.finding.summary[:500], _evidence(seen.finding.evidence)
-            if summary == current[key].summary and evidence == current[key].evidence:
-                seen_again.append(current[key].pk)
-            else:
-                Incident.objects.filter(pk=current[key].pk, closed_at__isnull=True).update(
-                    last_seen_at=now, summary=summary, evidence=evidence
-                )
-        if seen_again:
-            Incident.objects.filter(pk__in=seen_again, closed_at__isnull=True).update(
-                last_seen_at=now
-            )
+        if since is not None and claims.job_took_host(host.pk, since):
+            raise JobTookHost(f"a job took {host.name} while it was read")
+        opened = _open_or_refresh(host, found, current, now)
         for incident, reason in closing:
             if _close(incident, reason, now):
                 closed.append(incident)
         transaction.on_commit(lambda: _announce(opened, closed))
     return opened, closed
+
+
+def _open_or_refresh(
+    host: Host, found: dict[str, _Found], current: dict[str, Incident], now: datetime
+) -> list[Incident]:
+    """Open the incidents of new findings, refresh those still found; the opened ones."""
+    opened = []
+    seen_again = []  # still found, same summary and evidence: one UPDATE for them all
+    for key, seen in found.items():
+        if key not in current:
+            if (incident := _open(host, key, seen, now)) is not None:
+                opened.append(incident)
+            continue
+        summary, evidence = seen.finding.summary[:500], _evidence(seen.finding.evidence)
+        if summary == current[key].summary and evidence == current[key].evidence:
+            seen_again.append(current[key].pk)
+        else:
+            Incident.objects.filter(pk=current[key].pk, closed_at__isnull=True).update(
+                last_seen_at=now, summary=summary, evidence=evidence
+            )
+    if seen_again:
+        Incident.objects.filter(pk__in=seen_again, closed_at__isnull=True).update(last_seen_at=now)
+    return opened
 
 
 def _announce(opened: list[Incident], closed: list[Incident]) -> None:
@@ -234,10 +257,6 @@ def _canary_s(watch: HostWatch | None) -> float | None:
     return float(getattr(settings, "WATCHDOG_CANARY_TIMEOUT_S", DEFAULT_DEADLINE_S))
 
 
-class JobTookHost(Exception):
-    """A job took the host while the check read it: nothing of that reading is applied."""
-
-
 def check_host(
     *,
     host: Host,
@@ -247,22 +266,16 @@ def check_host(
     since: datetime | None = None,
 ) -> tuple[Evaluation, list[Incident], list[Incident]]:
     """Read the host, judge every check, open and close incidents. The caller stores the
-    evaluation's history and `now` (watchdog.claims.finish).
-
-    `since`: when the check began, on the database's clock. A job that took the host's
-    lease since then may have stopped the unit or held its GPUs while the host was read,
-    so JobTookHost is raised before any incident opens or closes (the check after the
-    job, `dispatch.check_after_job`, reads it again)."""
+    evaluation's history and `now` (watchdog.claims.finish). `since`: when the check
+    began, on the database's clock (`apply_verdicts` says why)."""
     targets = watched_targets(host)
     watch = _watch_of(host)
     read = read_host(
         transport, targets, gpus=host.gpu_count != 0, clock=clock, canary_s=_canary_s(watch)
     )
     evaluation = evaluate(read, history, windows(watch))
-    if since is not None and claims.job_took_host(host.pk, since):
-        raise JobTookHost(f"a job took {host.name} while it was read")
     opened, closed = apply_verdicts(
-        host=host, verdicts=evaluation.verdicts, units=[t.unit for t in targets]
+        host=host, verdicts=evaluation.verdicts, units=[t.unit for t in targets], since=since
     )
     return evaluation, opened, closed
 
