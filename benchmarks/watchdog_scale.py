@@ -23,8 +23,11 @@ per second, per worker. Phase 2 (verify): N = 80 % of what that rate covers in 3
 30 s, for `--verify-s`: no host may go unchecked for longer than 30 s + 2 ticks + 1 s
 (from the start, between checks, to the end) nor be checked more often than once a
 period; on a miss N drops by a fifth and
-phase 2 runs again (three tries). Between phases the broker's queue is purged and every
-claim reset, so no check left over from the last phase runs. Only loopback; every wait is bounded.
+phase 2 runs again (three tries). Phase 3 (isolation): half the N that kept its period,
+beside 2 hosts that are down (each check waits out the 5 s connection timeout) and 2 that
+are slow (0.5 s a host command): the healthy ones must keep it the same way. Between
+phases the broker's queue is purged and every claim reset, so no check left over from the
+last phase runs. Only loopback; every wait is bounded.
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ from benchmarks.clusters import stop_cluster  # noqa: E402  (after the path inse
 
 PERIOD_S = 30
 TICK_S = 1.0
+DOWN, SLOW = "bench-down-", "bench-slow-"  # the hosts that are down or slow, by name
+PROBLEM_HOSTS = 2  # of each, beside half the fleet that kept its period
+SLOW_LATENCY_S = 0.5  # a slow host's time per host command
 REDIS_LOCK = "/tmp/specadmin-qcluster-redis-13.lock"  # its default database's (REDIS_DBS)
 
 
@@ -64,6 +70,7 @@ def run_cluster() -> None:
     django.setup()
     from django.core.management import call_command  # noqa: PLC0415
 
+    from hostops.channel import HostUnreachable  # noqa: PLC0415
     from tests.doubles.watch_host import FakeHostTransport  # noqa: PLC0415
     from tests.watchdog.helpers import PORT, healthy_fake  # noqa: PLC0415
     from watchdog import runner  # noqa: PLC0415
@@ -73,12 +80,15 @@ def run_cluster() -> None:
 
     def fake_transport(host: Any, **kwargs: Any) -> FakeHostTransport:
         with open(log_dir / f"checks-{os.getpid()}.log", "a") as out:
-            out.write(f"{host.pk} {time.time():.3f}\n")
+            out.write(f"{host.name} {time.time():.3f}\n")
+        if host.name.startswith(DOWN):  # as a host that does not answer: the whole timeout
+            time.sleep(float(kwargs.get("connect_timeout", 5.0)))
+            raise HostUnreachable(f"{host.name}: timed out (down, in this benchmark)")
         fake = healthy_fake()
         # Busy and making progress: a counter that stood still with a request running
         # would be a hung engine, and its check at the window's end an extra check.
         fake.servers[PORT].generated = time.time() * 10
-        fake.latency_s = latency
+        fake.latency_s = SLOW_LATENCY_S if host.name.startswith(SLOW) else latency
         return FakeHostTransport(fake)
 
     runner.transport_for = fake_transport  # type: ignore[attr-defined]
@@ -127,13 +137,24 @@ from deploys.models import Host, PushedUnit
 from hostops.channel.push import sha256_hex
 from tests.watchdog.helpers import TEXT, UNIT
 from watchdog.models import HostWatch
-n, period = int(sys.argv[1]), int(sys.argv[2])
+n, period, problems = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 Schedule.objects.filter(func="watchdog.tasks.dispatch_task").delete()
-have = Host.objects.count()
+healthy = Host.objects.filter(name__regex=r"^bench-[0-9]+$")
+have = healthy.count()
 hosts = Host.objects.bulk_create(
     [Host(name=f"bench-{i}", address="127.0.0.1", transport="local", gpu_count=8)
      for i in range(have, n)]
 )
+for prefix in (sys.argv[4], sys.argv[5]):  # the hosts that are down or slow
+    for i in range(problems):
+        Host.objects.get_or_create(
+            name=f"{prefix}{i}",
+            defaults={"address": "127.0.0.1", "transport": "local", "gpu_count": 8},
+        )
+    Host.objects.filter(name__startswith=prefix).update(archived=True)
+    Host.objects.filter(name__in=[f"{prefix}{i}" for i in range(problems)]).update(
+        archived=False
+    )
 PushedUnit.objects.bulk_create(
     [PushedUnit(host=h, unit_name=UNIT, text=TEXT, sha256=sha256_hex(TEXT.encode()))
      for h in Host.objects.filter(pushed_units__isnull=True)]
@@ -153,13 +174,14 @@ for i, w in enumerate(watches):  # phases spread over the period, as ensure_watc
     w.period_s, w.claimed_by, w.claimed_until = period, "", None
     w.next_due = now + timedelta(seconds=period * i / max(len(watches), 1))
 HostWatch.objects.bulk_update(watches, ["period_s", "next_due", "claimed_by", "claimed_until"])
-print(Host.objects.filter(archived=False).count())
+print(healthy.filter(archived=False).count())
 """
 
 
-def seed(env: dict[str, str], n: int, period: int) -> None:
+def seed(env: dict[str, str], n: int, period: int, problems: int = 0) -> None:
+    """`n` healthy hosts due over one period, and `problems` hosts each down and slow."""
     out = subprocess.run(
-        [sys.executable, "-c", SEED, str(n), str(period)],
+        [sys.executable, "-c", SEED, str(n), str(period), str(problems), DOWN, SLOW],
         cwd=ROOT,
         env=env,
         check=True,
@@ -171,12 +193,12 @@ def seed(env: dict[str, str], n: int, period: int) -> None:
         raise SystemExit(f"seeding {n} hosts failed: {out.stdout} {out.stderr}")
 
 
-def checks_logged(workdir: Path) -> list[tuple[int, float]]:
+def checks_logged(workdir: Path) -> list[tuple[str, float]]:
     found = []
     for path in workdir.glob("checks-*.log"):
         for line in path.read_text().splitlines():
             host, at = line.split()
-            found.append((int(host), float(at)))
+            found.append((host, float(at)))
     for path in workdir.glob("checks-*.log"):
         path.unlink()
     return sorted(found, key=lambda c: c[1])
@@ -226,16 +248,20 @@ def capacity(env: dict[str, str], workdir: Path, hosts: int, seconds: float) -> 
     return len(done) / max(ended - started - 5, 1)
 
 
-def verify(env: dict[str, str], workdir: Path, hosts: int, seconds: float) -> tuple[bool, str]:
-    """Every host checked once per period, never twice, over `seconds`."""
-    seed(env, hosts, PERIOD_S)
+def verify(
+    env: dict[str, str], workdir: Path, hosts: int, seconds: float, problems: int = 0
+) -> tuple[bool, str]:
+    """Every healthy host checked once per period, never twice, over `seconds`, beside
+    `problems` hosts that are down and as many that are slow."""
+    seed(env, hosts, PERIOD_S, problems)
     checks_logged(workdir)
     with cluster(env, workdir):
         started = time.time()
         dispatch_for(env, workdir, seconds)
-    by_host: dict[int, list[float]] = defaultdict(list)
+    by_host: dict[str, list[float]] = defaultdict(list)
     for host, at in checks_logged(workdir):
-        by_host[host].append(at)
+        if not host.startswith((DOWN, SLOW)):
+            by_host[host].append(at)
     extra = len(by_host) - hosts  # archived hosts checked: a bug, reported as one
     if extra > 0:
         return False, f"{extra} hosts outside the fleet were checked"
@@ -277,9 +303,22 @@ def measure(name: str, env: dict[str, str], workdir: Path, args: argparse.Namesp
         ok, why = verify(env, workdir, n, args.verify_s)
         print(f"{name}: verify {why}: {'kept' if ok else 'MISSED'}", flush=True)
         if ok:
+            isolation(name, env, workdir, n // 2, args.verify_s)
             return n
         n = int(n * 0.8)
     return 0
+
+
+def isolation(name: str, env: dict[str, str], workdir: Path, hosts: int, seconds: float) -> bool:
+    """Half that fleet beside hosts that are down (each check waits out the connection's
+    timeout) and hosts that are slow: the healthy ones still keep their period."""
+    ok, why = verify(env, workdir, hosts, seconds, PROBLEM_HOSTS)
+    print(
+        f"{name}: beside {PROBLEM_HOSTS} hosts down and {PROBLEM_HOSTS} slow "
+        f"({SLOW_LATENCY_S:g} s a host command): {why}: {'kept' if ok else 'MISSED'}",
+        flush=True,
+    )
+    return ok
 
 
 @contextlib.contextmanager
