@@ -4,8 +4,9 @@
 A claim sets `claimed_by` (a token unique to that claim) and `claimed_until` (the check's
 time limit) only where the watch is due (`next_due <= now`), not claimed or its claim
 expired (`claimed_until < now`), and no job holds the host's lease. Two dispatchers
-running the same UPDATE cannot both win a row: the second finds the conditions false
-(on PostgreSQL it re-reads the row once the first commits). The check's end
+running the same UPDATE cannot both win a row: the second finds the row's conditions
+false (on PostgreSQL it re-reads the row once the first commits), which holds only for
+conditions in the UPDATE's own WHERE, not in a subquery (`_take` says why). The check's end
 (`finish`) is conditional on the token too, so a late or duplicate delivery of a check
 whose claim expired and was taken over writes nothing.
 """
@@ -64,23 +65,39 @@ def ensure_watches() -> int:
     return len(rows)
 
 
+def _row_claimable() -> Q:
+    """What the watch's own row must say to be claimed: due, and not claimed (or its claim
+    expired). The claiming UPDATE keeps these in its own WHERE (`_take`)."""
+    return Q(enabled=True, next_due__lte=Now()) & (
+        Q(claimed_until__isnull=True) | Q(claimed_until__lt=Now())
+    )
+
+
 def _claimable() -> Q:
     busy = HostLock.objects.exclude(owner="").filter(expires_at__gte=Now()).values("host_id")
-    return (
-        Q(enabled=True, host__archived=False, next_due__lte=Now())
-        & (Q(claimed_until__isnull=True) | Q(claimed_until__lt=Now()))
-        & ~Q(host_id__in=busy)
-    )
+    return _row_claimable() & Q(host__archived=False) & ~Q(host_id__in=busy)
+
+
+def _take(candidates: list[int], token: str, hold_s: float) -> None:
+    """Claim those of `candidates` still claimable, by their ids. Two claimers racing for
+    a row: on PostgreSQL the second UPDATE waits for the first to commit and evaluates its
+    WHERE again on the row's new version, but not a subquery's. An UPDATE filtered through
+    the host (a join) is written by Django as `WHERE id IN (SELECT … JOIN …)`, every
+    condition inside the subquery, and both claimers then won the same hosts. So the
+    candidates are chosen first (host not archived, no job's lease) and the UPDATE names
+    them by id with only the row's own conditions."""
+    if candidates:
+        HostWatch.objects.filter(pk__in=candidates).filter(_row_claimable()).update(
+            claimed_by=token, claimed_until=_db_now_plus(hold_s)
+        )
 
 
 def claim_due(*, limit: int = DEFAULT_BATCH, hold_s: float | None = None) -> tuple[str, list[int]]:
     """Claim up to `limit` due watches, most overdue first: (token, their ids)."""
     token = new_token()
     hold = check_timeout_s() if hold_s is None else hold_s
-    due = HostWatch.objects.filter(_claimable()).order_by("next_due").values("pk")[:limit]
-    HostWatch.objects.filter(pk__in=due).filter(_claimable()).update(
-        claimed_by=token, claimed_until=_db_now_plus(hold)
-    )
+    due = HostWatch.objects.filter(_claimable()).order_by("next_due").values_list("pk", flat=True)
+    _take(list(due[:limit]), token, hold)
     return token, list(HostWatch.objects.filter(claimed_by=token).values_list("pk", flat=True))
 
 
@@ -94,8 +111,14 @@ def claim_host(host_id: int, *, hold_s: float | None = None) -> tuple[str, int |
     make_due(host_id)
     token = new_token()
     hold = check_timeout_s() if hold_s is None else hold_s
-    HostWatch.objects.filter(host_id=host_id).filter(_claimable()).update(
-        claimed_by=token, claimed_until=_db_now_plus(hold)
+    _take(
+        list(
+            HostWatch.objects.filter(host_id=host_id)
+            .filter(_claimable())
+            .values_list("pk", flat=True)
+        ),
+        token,
+        hold,
     )
     pk = HostWatch.objects.filter(claimed_by=token).values_list("pk", flat=True).first()
     return token, pk
