@@ -4,6 +4,7 @@ watchdog.runner, watchdog.dispatch)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
@@ -15,8 +16,9 @@ from django.utils import timezone
 from deploys.jobs.lease import HostLease
 from deploys.models import DeployRequest, Host
 from deploys.signals import job_finished
+from tests.deploys.helpers import wait_for
 from tests.doubles.watch_host import FakeHost, FakeHostTransport
-from tests.watchdog.helpers import PORT, healthy_fake, make_host
+from tests.watchdog.helpers import PORT, UNIT, healthy_fake, make_host
 from watchdog import claims, dispatch, queue, runner
 from watchdog.models import HostWatch, Incident
 
@@ -44,27 +46,32 @@ def test_every_reachable_host_gets_one_watch_first_due_within_a_period() -> None
 
 
 def test_two_claimers_at_once_one_wins_each_host() -> None:
+    # The race is won by chance: run it many times. On PostgreSQL an UPDATE whose
+    # conditions sat in a subquery let both claimers win every host in about one race of
+    # fifteen (watchdog.claims._take).
     for i in range(20):
         make_host(f"gpu{i}")
     claims.ensure_watches()
-    HostWatch.objects.update(next_due=timezone.now())
-    won: list[list[int]] = [[], []]
-    start = threading.Barrier(2)
+    every = sorted(HostWatch.objects.values_list("pk", flat=True))
+    for _ in range(25):
+        HostWatch.objects.update(next_due=timezone.now(), claimed_by="", claimed_until=None)
+        won: list[list[int]] = [[], []]
+        start = threading.Barrier(2)
 
-    def claimer(slot: int) -> None:
-        try:
-            start.wait()
-            won[slot] = claims.claim_due()[1]
-        finally:
-            connections.close_all()
+        def claimer(slot: int, won: list[list[int]] = won, start: Any = start) -> None:
+            try:
+                start.wait()
+                won[slot] = claims.claim_due()[1]
+            finally:
+                connections.close_all()
 
-    threads = [threading.Thread(target=claimer, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sorted(won[0] + won[1]) == sorted(HostWatch.objects.values_list("pk", flat=True))
-    assert not set(won[0]) & set(won[1])
+        threads = [threading.Thread(target=claimer, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not set(won[0]) & set(won[1]), "a host was claimed twice"
+        assert sorted(won[0] + won[1]) == every
     assert claims.claim_due()[1] == [], "claimed hosts are not claimed again"
 
 
@@ -132,6 +139,30 @@ def test_a_job_that_takes_the_host_during_the_check_leaves_no_incident(release: 
     assert not Incident.objects.filter(host_id=watch.host_id).exists(), "a deploy half done"
     watch.refresh_from_db()
     assert watch.claimed_by == "" and watch.last_check_at is None and watch.readings == {}
+
+
+def test_a_slow_hosts_check_goes_on_in_a_thread_and_frees_the_worker(settings: Any) -> None:
+    watch = due_watch()
+    slow = healthy_fake()
+    slow.latency_s = 0.2  # a host command: a check makes several
+    token, [pk] = claims.claim_due()
+    started = time.monotonic()
+    said = runner.run_check_soon(pk, token, wait_s=0.1, connect=lambda h: FakeHostTransport(slow))
+    assert said.startswith("still checking after 0.1 s") and time.monotonic() - started < 0.5
+    assert wait_for(lambda: HostWatch.objects.get(pk=pk).last_check_at is not None, timeout=10)
+    watch.refresh_from_db()
+    assert watch.claimed_by == "" and watch.readings["now"]["units"][0]["unit"] == UNIT
+    assert runner.BACKGROUND.running == 0
+
+    # A quick one is answered by the task itself; with no threads left, so is a slow one.
+    HostWatch.objects.filter(pk=pk).update(next_due=timezone.now())
+    token, [pk] = claims.claim_due()
+    assert runner.run_check_soon(pk, token, connect=lambda h: FakeHostTransport(healthy_fake()))
+    settings.WATCHDOG_BACKGROUND_CHECKS = 0
+    HostWatch.objects.filter(pk=pk).update(next_due=timezone.now())
+    token, [pk] = claims.claim_due()
+    said = runner.run_check_soon(pk, token, wait_s=0.1, connect=lambda h: FakeHostTransport(slow))
+    assert said.startswith("checked in")
 
 
 def test_the_dispatcher_enqueues_one_check_per_due_host_and_a_job_end_asks_for_one(
