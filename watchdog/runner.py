@@ -2,7 +2,10 @@
 
 The connection gets short timeouts of its own (`WATCHDOG_CONNECT_TIMEOUT_S`,
 `WATCHDOG_COMMAND_TIMEOUT_S`): a host that is down or slow costs its own check at most
-that, and every other host has its own task. A check whose host a job took meanwhile
+that, and every other host has its own task. A check still waiting on its host after
+`WATCHDOG_CHECK_WAIT_S` (1 s) goes on in a thread of the worker while the worker takes the
+next task (`run_check_soon`): a host that is down or slow holds a thread, not one of the
+few workers every other host's check waits for. A check whose host a job took meanwhile
 is skipped, before it reads the host or after (`services.JobTookHost`): the job reads the
 host itself, and `job_finished` asks for a check after it.
 """
@@ -10,11 +13,13 @@ host itself, and `job_finished` asks for a check after it.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.db import connections
 
 from deploys.connect import transport_for
 from deploys.models import Host
@@ -27,6 +32,30 @@ from watchdog.services import JobTookHost, apply_verdicts, check_host, windows
 log = logging.getLogger(__name__)
 
 TAKEN = "skipped: a job took the host during the check"
+DEFAULT_WAIT_S = 1.0
+DEFAULT_BACKGROUND_CHECKS = 32
+
+
+class _Threads:
+    """How many checks run in this worker's threads (`run_check_soon`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.running = 0
+
+    def take(self, most: int) -> bool:
+        with self._lock:
+            if self.running >= most:
+                return False
+            self.running += 1
+            return True
+
+    def give(self) -> None:
+        with self._lock:
+            self.running -= 1
+
+
+BACKGROUND = _Threads()
 
 
 def connect(host: Host) -> Transport:
@@ -104,4 +133,47 @@ def run_check(watch_id: int, token: str, *, connect: Callable[[Host], Transport]
     return f"checked in {seconds:.2f} s" + (f" ({error[:200]})" if error else "")
 
 
-__all__ = ["connect", "run_check"]
+def run_check_soon(
+    watch_id: int,
+    token: str,
+    *,
+    wait_s: float | None = None,
+    connect: Callable[[Host], Transport] = connect,
+) -> str:
+    """`run_check` in a thread of this worker process, waited for up to `wait_s`
+    (`WATCHDOG_CHECK_WAIT_S`). A check that takes longer (a host that is down costs its
+    connection's timeout; a slow one its commands) finishes in that thread, its claim and
+    its end as always; the worker meanwhile runs the next task, so a host that is down or
+    slow does not delay the others' checks. At most `WATCHDOG_BACKGROUND_CHECKS` such
+    threads per worker; beyond that the check runs in the task itself, as before. A worker
+    that exits with a check still running leaves its claim to expire, and the host is
+    claimed again then (`claims.check_timeout_s`)."""
+    wait_s = (
+        float(getattr(settings, "WATCHDOG_CHECK_WAIT_S", DEFAULT_WAIT_S))
+        if wait_s is None
+        else wait_s
+    )
+    most = int(getattr(settings, "WATCHDOG_BACKGROUND_CHECKS", DEFAULT_BACKGROUND_CHECKS))
+    if not BACKGROUND.take(most):
+        return run_check(watch_id, token, connect=connect)
+    said: list[str] = []
+    done = threading.Event()
+
+    def check() -> None:
+        try:
+            said.append(run_check(watch_id, token, connect=connect))
+        except Exception as exc:  # a bug outside run_check's own handling: the claim expires
+            log.exception("watchdog check of watch #%s failed", watch_id)
+            said.append(f"check failed: {type(exc).__name__}: {exc}")
+        finally:
+            connections.close_all()  # this thread's own connections
+            BACKGROUND.give()
+            done.set()
+
+    threading.Thread(target=check, name=f"watchdog-check-{watch_id}", daemon=True).start()
+    if done.wait(wait_s):
+        return said[0]
+    return f"still checking after {wait_s:g} s: it goes on in a thread of this worker"
+
+
+__all__ = ["connect", "run_check", "run_check_soon"]

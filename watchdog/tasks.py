@@ -12,7 +12,7 @@ def dispatch_task() -> int:
 
 
 def check_task(watch_id: int, token: str) -> str:
-    return runner.run_check(watch_id, token)
+    return runner.run_check_soon(watch_id, token)
 
 
 __all__ = ["check_task", "dispatch_task"]
