@@ -157,7 +157,10 @@ def test_a_slow_hosts_check_goes_on_in_a_thread_and_frees_the_worker(settings: A
     # A quick one is answered by the task itself; with no threads left, so is a slow one.
     HostWatch.objects.filter(pk=pk).update(next_due=timezone.now())
     token, [pk] = claims.claim_due()
-    assert runner.run_check_soon(pk, token, connect=lambda h: FakeHostTransport(healthy_fake()))
+    quick = runner.run_check_soon(
+        pk, token, wait_s=30, connect=lambda h: FakeHostTransport(healthy_fake())
+    )
+    assert quick.startswith("checked in")
     settings.WATCHDOG_BACKGROUND_CHECKS = 0
     HostWatch.objects.filter(pk=pk).update(next_due=timezone.now())
     token, [pk] = claims.claim_due()
