@@ -26,11 +26,13 @@ from deploys.models import Host
 from hostops.channel import Transport
 from watchdog import claims
 from watchdog.evaluate import evaluate
+from watchdog.models import HostWatch
 from watchdog.reader import SSH, HostRead
 from watchdog.services import JobTookHost, apply_verdicts, check_host, windows
 
 log = logging.getLogger(__name__)
 
+HELD = "skipped: a job holds the host"
 TAKEN = "skipped: a job took the host during the check"
 DEFAULT_WAIT_S = 1.0
 DEFAULT_BACKGROUND_CHECKS = 32
@@ -73,6 +75,12 @@ def _unreachable(host: Host, history: dict[str, Any], reason: str) -> dict[str, 
     return {"history": history, "now": evaluation.now}
 
 
+def _skipped(watch: HostWatch, token: str, why: str) -> str:
+    """End the claim of a check that read nothing it may keep: the last readings stay."""
+    claims.finish(watch.pk, token, period_s=watch.period_s, readings=None, seconds=None, error=why)
+    return why
+
+
 def run_check(watch_id: int, token: str, *, connect: Callable[[Host], Transport] = connect) -> str:
     """Check the host of a watch we claimed with `token`; what happened, in words."""
     claimed = claims.claimed_watch(watch_id, token)  # one query: the watch, host, lease
@@ -82,15 +90,7 @@ def run_check(watch_id: int, token: str, *, connect: Callable[[Host], Transport]
     host = watch.host
     history = watch.readings.get("history", {}) if isinstance(watch.readings, dict) else {}
     if lease_held:
-        claims.finish(
-            watch_id,
-            token,
-            period_s=watch.period_s,
-            readings=None,
-            seconds=None,
-            error="skipped: a job holds the host",
-        )
-        return "skipped: a job holds the host"
+        return _skipped(watch, token, HELD)
     started = time.monotonic()
     error = ""
     recheck_in: float | None = None
@@ -110,10 +110,7 @@ def run_check(watch_id: int, token: str, *, connect: Callable[[Host], Transport]
                 recheck_in = evaluation.recheck_at - time.time()
             error = "; ".join(f"{k}: {v}" for k, v in evaluation.now["errors"].items())
         except JobTookHost:
-            claims.finish(
-                watch_id, token, period_s=watch.period_s, readings=None, seconds=None, error=TAKEN
-            )
-            return TAKEN
+            return _skipped(watch, token, TAKEN)
         except Exception as exc:  # a bug: recorded, and the host is not called healthy
             log.exception("watchdog check of %s failed", host.name)
             error = f"check failed: {type(exc).__name__}: {exc}"
